@@ -1,0 +1,1 @@
+"""Fleetgate: Crossplane composition functions that serve models across a fleet of clusters."""

@@ -1,0 +1,20 @@
+"""Names fixed by the API contract (api.md); one place so nothing drifts."""
+
+from typing import Final
+
+API_GROUP: Final = "fleetgate.dev"
+API_VERSION: Final = f"{API_GROUP}/v1alpha1"
+
+# Control-plane namespace of cluster-scoped XRs' Secrets, and the namespace of
+# every object Fleetgate composes onto a workload cluster.
+SYSTEM_NAMESPACE: Final = "fleetgate-system"
+
+CALLER_HEADER: Final = "x-fleetgate-caller"
+MODEL_HEADER: Final = "x-ai-eg-model"
+SERVED_MODEL_ENV: Final = "FLEETGATE_SERVED_MODEL_NAME"
+
+LABEL_PREFIX: Final = f"{API_GROUP}/"
+LABEL_CLUSTER: Final = f"{LABEL_PREFIX}cluster"
+LABEL_DEPLOYMENT: Final = f"{LABEL_PREFIX}deployment"
+
+OBJECT_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"

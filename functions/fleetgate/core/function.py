@@ -1,0 +1,176 @@
+"""One reconcile of one XR: what the function reads, composes and reports.
+
+``Reconcile`` wraps the request and the response so that composers speak of
+the things they do (require, compose, keep, report) instead of protobuf
+plumbing, and so that the rules every function must follow live in one place:
+
+* a requirement is declared on every call (Crossplane settles requirements
+  once they are stable between calls), and "not resolved yet" is told apart
+  from "resolved to nothing";
+* a resource composed before is kept while an input is transiently missing;
+* messages are bounded, and no value is read from a Secret but presence.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from crossplane.function import resource
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from fleetgate.core.models import C, Model, parse
+
+Status = Literal["True", "False", "Unknown"]
+MESSAGE_MAX = 1024
+
+_STATUS = {
+    "True": fnv1.STATUS_CONDITION_TRUE,
+    "False": fnv1.STATUS_CONDITION_FALSE,
+    "Unknown": fnv1.STATUS_CONDITION_UNKNOWN,
+}
+
+
+def bounded(message: str) -> str:
+    """Keep messages readable and within what a condition or event accepts."""
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """What to ask Crossplane for: one kind, by name or by labels."""
+
+    api_version: str
+    kind: str
+    name: str | None = None
+    labels: dict[str, str] | None = None
+    namespace: str | None = None
+
+    def to_proto(self) -> fnv1.ResourceSelector:
+        sel = fnv1.ResourceSelector(api_version=self.api_version, kind=self.kind)
+        if self.name is not None:
+            sel.match_name = self.name
+        else:
+            # An empty label set matches every object of the kind.
+            sel.match_labels.labels.update(self.labels or {})
+        if self.namespace is not None:
+            sel.namespace = self.namespace
+        return sel
+
+
+@dataclass
+class Reconcile:
+    """The request being answered and the response being built."""
+
+    req: fnv1.RunFunctionRequest
+    rsp: fnv1.RunFunctionResponse
+    _status: dict[str, Any] = field(default_factory=dict)
+
+    # --- reading -----------------------------------------------------------
+
+    @property
+    def observed_composite(self) -> dict[str, Any]:
+        return resource.struct_to_dict(self.req.observed.composite.resource)
+
+    def composite(self, model: type[C]) -> C:
+        """The observed XR as a typed model; InputError names a malformed field."""
+        data = self.observed_composite
+        kind = data.get("kind", model.__name__)
+        name = (data.get("metadata") or {}).get("name", "?")
+        return parse(model, data, f"{kind} {name}")
+
+    def require(self, key: str, selector: Selector) -> list[dict[str, Any]] | None:
+        """Declare a requirement; return the resources, or None while unresolved."""
+        self.rsp.requirements.resources[key].CopyFrom(selector.to_proto())
+        if key not in self.req.required_resources:
+            return None
+        return [
+            resource.struct_to_dict(item.resource)
+            for item in self.req.required_resources[key].items
+        ]
+
+    def observed(self, name: str) -> dict[str, Any] | None:
+        """A composed resource as Crossplane observed it, or None."""
+        if name not in self.req.observed.resources:
+            return None
+        return resource.struct_to_dict(self.req.observed.resources[name].resource)
+
+    # --- composing ---------------------------------------------------------
+
+    def compose(self, name: str, manifest: dict[str, Any], *, ready: bool | None = None) -> None:
+        """Add ``manifest`` to the desired state under the composition name ``name``."""
+        desired = self.rsp.desired.resources[name]
+        desired.resource.Clear()
+        desired.resource.update(manifest)
+        if ready is not None:
+            desired.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
+
+    def keep(self, name: str) -> bool:
+        """Carry an observed resource over unchanged, so a transient gap deletes nothing.
+
+        Returns False when there was nothing to keep.
+        """
+        if name not in self.req.observed.resources:
+            return False
+        observed = self.req.observed.resources[name].resource
+        manifest = resource.struct_to_dict(observed)
+        # Only what the function wrote belongs in desired state; status and
+        # server-set metadata would be rejected or fight the API server.
+        manifest.pop("status", None)
+        meta = manifest.get("metadata") or {}
+        for server_field in (
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "managedFields",
+            "ownerReferences",
+        ):
+            meta.pop(server_field, None)
+        self.compose(name, manifest)
+        return True
+
+    def set_status(self, **fields: Any) -> None:
+        """Set top-level status fields of the XR (merged into desired state at the end)."""
+        self._status.update(fields)
+
+    def set_ready(self, ready: bool) -> None:
+        """Say whether the XR itself is ready (for XRs whose readiness is ours to judge)."""
+        self.rsp.desired.composite.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
+
+    # --- reporting ---------------------------------------------------------
+
+    def condition(self, type_: str, status: Status, reason: str, message: str = "") -> None:
+        cond = fnv1.Condition(
+            type=type_,
+            status=_STATUS[status],
+            reason=reason,
+            target=fnv1.TARGET_COMPOSITE_AND_CLAIM,
+        )
+        if message:
+            cond.message = bounded(message)
+        self.rsp.conditions.append(cond)
+
+    def warning(self, message: str, reason: str | None = None) -> None:
+        self._result(fnv1.SEVERITY_WARNING, message, reason)
+
+    def fatal(self, message: str) -> None:
+        self._result(fnv1.SEVERITY_FATAL, message, "InvalidInput")
+
+    def _result(
+        self, severity: int, message: str, reason: str | None
+    ) -> None:
+        result = fnv1.Result(
+            severity=severity, message=bounded(message), target=fnv1.TARGET_COMPOSITE_AND_CLAIM
+        )
+        if reason:
+            result.reason = reason
+        self.rsp.results.append(result)
+
+    def finish(self) -> None:
+        """Write the collected status into the desired XR."""
+        if self._status:
+            self.rsp.desired.composite.resource.update({"status": self._status})
+
+
+def dump(model: Model) -> dict[str, Any]:
+    """A model as the camelCase dict the API server stores."""
+    return model.model_dump(by_alias=True, exclude_none=True)

@@ -1,0 +1,323 @@
+"""Typed models of the five Fleetgate XRs, validated at the function's edge.
+
+The XRDs already enforce most of this in the API server; the models repeat
+the shape so that a function never trusts a dict, and so that an XR written
+through an older XRD (or a hand-made request) gets a fatal result naming the
+field instead of an exception deep inside a builder.
+
+Field names are the camelCase names of api.md; Python attributes are
+snake_case. Unknown fields are ignored (Crossplane adds its own under
+``spec.crossplane``), wrong types and missing required fields are not.
+"""
+
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from fleetgate.core.errors import InputError, describe
+
+NAME_MAX = 253
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+# Gateway API Duration: e.g. 300s, 1m30s, 500ms.
+Duration = Annotated[str, Field(pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")]
+Labels = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
+
+
+class Model(BaseModel):
+    """Base: camelCase on the wire, extra fields ignored, values immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+
+class ObjectMeta(Model):
+    name: Name
+    namespace: str | None = None
+    uid: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class LabelSelector(Model):
+    match_labels: Labels = {}
+
+
+class Condition(Model):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+# --- ModelEndpoint ---------------------------------------------------------
+
+
+class EndpointAPI(Model):
+    schema_: Literal["OpenAI", "Anthropic"] = Field("OpenAI", alias="schema")
+    prefix: Annotated[str, Field(max_length=253)] = "/v1"
+
+
+class SecretKeyRef(Model):
+    name: Name
+    key: Annotated[str, Field(min_length=1, max_length=253)]
+
+
+class CredentialRef(SecretKeyRef):
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "apiKey"
+
+
+class ModelEndpointSpec(Model):
+    origin: Annotated[str, Field(min_length=1, max_length=2048)]
+    api: EndpointAPI = EndpointAPI()
+    model: Annotated[str, Field(min_length=1, max_length=NAME_MAX)] | None = None
+    credential_ref: CredentialRef | None = None
+
+
+# --- InferenceCluster ------------------------------------------------------
+
+ServingProvider = Literal["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]
+
+
+class KubeconfigRef(SecretKeyRef):
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "kubeconfig"
+
+
+class ClusterCredentials(Model):
+    secret_ref: KubeconfigRef | None = None
+    provider_config_name: Name | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        if (self.secret_ref is None) == (self.provider_config_name is None):
+            raise ValueError("set exactly one of secretRef or providerConfigName")
+        return self
+
+
+class PlacementMetadata(Model):
+    labels: Annotated[dict[str, str], Field(max_length=16)] = {}
+
+
+class ClusterPlacement(Model):
+    metadata: PlacementMetadata = PlacementMetadata()
+
+
+class Capacity(Model):
+    gpus: Annotated[int, Field(ge=0)] = 0
+    gpu_type: str | None = None
+
+
+class ClusterGatewaySpec(Model):
+    class_name: Name = "envoy"
+
+
+class StackSpec(Model):
+    install: bool = False
+
+
+class InferenceClusterSpec(Model):
+    credentials: ClusterCredentials
+    placement: ClusterPlacement = ClusterPlacement()
+    capacity: Capacity = Capacity()
+    providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
+    gateway: ClusterGatewaySpec = ClusterGatewaySpec()
+    stack: StackSpec = StackSpec()
+    schedulable: bool = True
+
+
+class ProviderConfigRef(Model):
+    name: str | None = None
+
+
+class ClusterGatewayStatus(Model):
+    address: str | None = None
+    ca_certificate: str | None = Field(None, alias="caCertificate")
+    hostname: str | None = None
+
+
+class InferenceClusterStatus(Model):
+    provider_config_ref: ProviderConfigRef = ProviderConfigRef()
+    gateway: ClusterGatewayStatus = ClusterGatewayStatus()
+    conditions: list[Condition] = []
+
+
+# --- InferenceGateway ------------------------------------------------------
+
+
+class ObjectRef(Model):
+    name: Name
+
+
+class GatewayTLS(Model):
+    certificate_refs: Annotated[list[ObjectRef], Field(min_length=1, max_length=8)]
+
+
+class GatewayAuth(Model):
+    secret_selector: LabelSelector
+
+
+class RetryOn(Model):
+    http_status_codes: Annotated[
+        list[Annotated[int, Field(ge=100, le=599)]], Field(max_length=16)
+    ] = [503]
+
+
+class OutlierDetection(Model):
+    consecutive5xx_errors: Annotated[int, Field(ge=1, le=1000)] = Field(
+        5, alias="consecutive5xxErrors"
+    )
+    base_ejection_time: Duration = "30s"
+
+
+class Failover(Model):
+    retries: Annotated[int, Field(ge=0, le=16)] = 3
+    retry_on: RetryOn = RetryOn()
+    request_timeout: Duration = "300s"
+    stream_idle_timeout: Duration = "60s"
+    outlier_detection: OutlierDetection = OutlierDetection()
+
+
+class InferenceGatewaySpec(Model):
+    cluster_name: Name
+    hostname: Annotated[str, Field(max_length=253)] | None = None
+    tls: GatewayTLS | None = None
+    auth: GatewayAuth | None = None
+    service_selector: LabelSelector | None = None
+    failover: Failover = Failover()
+
+    @model_validator(mode="after")
+    def _hostname_with_tls(self) -> Self:
+        if self.tls is not None and not self.hostname:
+            raise ValueError("hostname is required when tls is set")
+        return self
+
+
+class GatewayEndpoints(Model):
+    open_ai: str | None = Field(None, alias="openAI")
+    anthropic: str | None = None
+
+
+class InferenceGatewayStatus(Model):
+    address: str | None = None
+    client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
+    endpoints: GatewayEndpoints = GatewayEndpoints()
+    conditions: list[Condition] = []
+
+
+# --- ModelService ----------------------------------------------------------
+
+
+class ServiceEndpointEntry(Model):
+    selector: LabelSelector
+    weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    priority: Annotated[int, Field(ge=0, le=63)] = 0
+
+
+class ModelServiceSpec(Model):
+    endpoints: Annotated[list[ServiceEndpointEntry], Field(min_length=1, max_length=32)]
+
+
+# --- ModelDeployment -------------------------------------------------------
+
+EngineType = Literal["vllm", "sglang", "trtllm", "llamacpp"]
+
+
+class EnvVar(Model):
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    value: Annotated[str, Field(max_length=32768)] = ""
+
+
+class ModelRef(Model):
+    name: Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+    source: Annotated[str, Field(max_length=2048)] | None = None
+
+
+class EngineSpec(Model):
+    type: EngineType | None = None
+    image: Annotated[str, Field(max_length=1024)] | None = None
+    args: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=128)] = []
+    env: Annotated[list[EnvVar], Field(max_length=128)] = []
+
+
+class ProviderSpec(Model):
+    name: ServingProvider | None = None
+    overrides: dict[str, Any] | None = None
+
+
+class GPURequest(Model):
+    count: Annotated[int, Field(ge=0, le=64)] | None = None
+    type: str | None = None
+
+
+class ResourceRequest(Model):
+    gpu: GPURequest = GPURequest()
+
+
+class DeploymentPlacement(Model):
+    cluster_selector: LabelSelector = LabelSelector()
+
+
+class TemplateMetadata(Model):
+    labels: Annotated[dict[str, str], Field(max_length=16)] = {}
+
+
+class EndpointTemplate(Model):
+    metadata: TemplateMetadata = TemplateMetadata()
+
+
+class ModelDeploymentSpec(Model):
+    model: ModelRef
+    engine: EngineSpec = EngineSpec()
+    provider: ProviderSpec = ProviderSpec()
+    resources: ResourceRequest = ResourceRequest()
+    serving_mode: Literal["Aggregated", "Disaggregated"] = "Aggregated"
+    replicas: Annotated[int, Field(ge=0, le=1024)] = 1
+    placement: DeploymentPlacement = DeploymentPlacement()
+    template: EndpointTemplate = EndpointTemplate()
+
+
+# --- XRs -------------------------------------------------------------------
+
+
+class Composite(Model):
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta
+
+
+class ModelEndpoint(Composite):
+    spec: ModelEndpointSpec
+
+
+class InferenceCluster(Composite):
+    spec: InferenceClusterSpec
+    status: InferenceClusterStatus = InferenceClusterStatus()
+
+
+class InferenceGateway(Composite):
+    spec: InferenceGatewaySpec
+    status: InferenceGatewayStatus = InferenceGatewayStatus()
+
+
+class ModelService(Composite):
+    spec: ModelServiceSpec
+
+
+class ModelDeployment(Composite):
+    spec: ModelDeploymentSpec
+
+
+C = TypeVar("C", bound=Model)
+
+
+def parse(model: type[C], data: Any, where: str) -> C:
+    """Validate ``data`` as ``model``; raise InputError naming each bad field.
+
+    ``where`` prefixes field paths, e.g. ``InferenceCluster eu-west`` so a
+    message about a required resource says which one is malformed.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise InputError(f"invalid {where}: {describe(err)}") from None

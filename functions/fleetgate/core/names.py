@@ -1,0 +1,77 @@
+"""Bounded, deterministic, collision-free names.
+
+Kubernetes bounds a DNS label at 63 characters and an object name at 253;
+X.509 bounds a commonName at 64 bytes. A name that is already valid and short
+enough is used as is, so the common case stays readable. Anything else keeps a
+sanitised, truncated readable part and gains a hash of the *raw* input, so two
+inputs that sanitise alike (``a.b`` and ``a-b``) or share a long prefix never
+meet.
+"""
+
+import hashlib
+import re
+from typing import Final
+
+from fleetgate.core.constants import SYSTEM_NAMESPACE
+
+DNS_LABEL_MAX: Final = 63
+OBJECT_NAME_MAX: Final = 253
+COMMON_NAME_MAX: Final = 64
+HASH_LEN: Final = 10
+
+_LABEL_OK = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_SUBDOMAIN_OK = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+_NOT_LABEL_CHAR = re.compile(r"[^a-z0-9-]+")
+
+
+def digest(raw: str, length: int = HASH_LEN) -> str:
+    """A short, stable hex digest of ``raw``."""
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:length]
+
+
+def _with_hash(readable: str, raw: str, limit: int) -> str:
+    suffix = digest(raw)
+    head = readable[: limit - len(suffix) - 1].strip("-.")
+    return f"{head}-{suffix}" if head else suffix
+
+
+def dns_label(*parts: str) -> str:
+    """A DNS label (≤63, ``[a-z0-9-]``) naming ``parts`` joined by ``-``."""
+    raw = "-".join(parts)
+    if len(raw) <= DNS_LABEL_MAX and _LABEL_OK.match(raw):
+        return raw
+    readable = _NOT_LABEL_CHAR.sub("-", raw.lower()).strip("-")
+    return _with_hash(readable, raw, DNS_LABEL_MAX)
+
+
+def object_name(*parts: str) -> str:
+    """A Kubernetes object name (DNS subdomain, ≤253) for ``parts`` joined by ``-``."""
+    raw = "-".join(parts)
+    if len(raw) <= OBJECT_NAME_MAX and _SUBDOMAIN_OK.match(raw):
+        return raw
+    readable = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
+    return _with_hash(readable, raw, OBJECT_NAME_MAX)
+
+
+def common_name(*parts: str) -> str:
+    """An X.509 commonName of at most 64 bytes (ASCII, so bytes == characters)."""
+    raw = " ".join(parts)
+    if len(raw) <= COMMON_NAME_MAX and raw.isascii():
+        return raw
+    readable = re.sub(r"[^A-Za-z0-9 .-]+", "-", raw)
+    return _with_hash(readable, raw, COMMON_NAME_MAX)
+
+
+def cluster_label(cluster_name: str) -> str:
+    """The DNS label fleet gateways know a cluster by.
+
+    Always hashed, even when the name is a valid label: cluster names may
+    contain dots, and ``eu.west`` and ``eu-west`` must not share a hostname.
+    """
+    readable = _NOT_LABEL_CHAR.sub("-", cluster_name.lower()).strip("-")
+    return _with_hash(readable, cluster_name, DNS_LABEL_MAX)
+
+
+def cluster_hostname(cluster_name: str) -> str:
+    """The derived hostname of a cluster's gateway, resolvable on every fleet gateway."""
+    return f"{cluster_label(cluster_name)}.{SYSTEM_NAMESPACE}.svc.cluster.local"

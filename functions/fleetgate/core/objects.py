@@ -1,0 +1,81 @@
+"""The provider-kubernetes Object wrapper: how anything lands on a workload cluster."""
+
+from typing import Any, Literal
+
+from fleetgate.core.constants import OBJECT_API_VERSION
+
+Manifest = dict[str, Any]
+ManagementPolicy = Literal["Observe", "Create", "Update", "Delete", "LateInitialize", "*"]
+
+
+def secret_patch(*, secret: str, namespace: str, key: str, to_path: str) -> dict[str, Any]:
+    """A ``references[]`` entry copying one Secret key into the manifest at apply time.
+
+    provider-kubernetes resolves it on the control plane, so the value never
+    passes through the function or the desired state.
+    """
+    return {
+        "patchesFrom": {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": secret,
+            "namespace": namespace,
+            "fieldPath": f"data.{key}",
+        },
+        "toFieldPath": to_path,
+    }
+
+
+def remote_object(
+    *,
+    manifest: Manifest,
+    provider_config: str,
+    namespace: str | None = None,
+    readiness_query: str | None = None,
+    observe_only: bool = False,
+    references: list[dict[str, Any]] | None = None,
+) -> Manifest:
+    """Wrap ``manifest`` in a namespaced provider-kubernetes Object.
+
+    ``namespace`` is the Object's own namespace on the control plane: a
+    cluster-scoped XR must set it (Crossplane does not default it), a
+    namespaced XR's Objects inherit the XR's namespace.
+
+    Readiness: by default the Object is ready once the remote object reports a
+    Ready condition (``DeriveFromObject``); ``readiness_query`` overrides that
+    with a CEL query over ``object`` for kinds whose readiness lives elsewhere
+    (e.g. a Gateway's ``Programmed`` condition). Observed-only objects are
+    ready once they exist.
+    """
+    spec: dict[str, Any] = {
+        "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
+        "forProvider": {"manifest": manifest},
+    }
+    if observe_only:
+        spec["managementPolicies"] = ["Observe"]
+        spec["readiness"] = {"policy": "SuccessfulCreate"}
+    elif readiness_query is not None:
+        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": readiness_query}
+    else:
+        spec["readiness"] = {"policy": "DeriveFromObject"}
+    if references:
+        spec["references"] = references
+    # The Object's own name is left to Crossplane (generated from the XR's):
+    # what must be stable and collision-free is the remote object's name.
+    metadata: dict[str, Any] = {}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": OBJECT_API_VERSION,
+        "kind": "Object",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+def condition_query(condition_type: str) -> str:
+    """CEL readiness query: the remote object has ``condition_type`` True."""
+    return (
+        "has(object.status) && has(object.status.conditions) && "
+        f"object.status.conditions.exists(c, c.type == '{condition_type}' && c.status == 'True')"
+    )

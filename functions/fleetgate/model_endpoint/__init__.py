@@ -1,0 +1,1 @@
+"""compose-model-endpoint: judge whether a ModelEndpoint is usable; compose nothing."""

@@ -1,0 +1,44 @@
+"""A ModelEndpoint composes nothing: it reports whether a gateway may route to it.
+
+Whether the backend answers is settled by live requests (outlier detection
+on the gateway), so the only thing to judge here is its credential: an
+endpoint that needs an API key is usable only once the key is there.
+"""
+
+from fleetgate.core.function import Reconcile, Selector
+from fleetgate.core.models import ModelEndpoint
+
+CONDITION = "EndpointReady"
+CREDENTIAL = "credential"
+
+
+def compose(rec: Reconcile) -> None:
+    endpoint = rec.composite(ModelEndpoint)
+    ref = endpoint.spec.credential_ref
+    if ref is None:
+        _ready(rec, "NoCredentialNeeded", "the endpoint needs no credential")
+        return
+
+    namespace = endpoint.metadata.namespace
+    where = f"Secret {namespace}/{ref.name}"
+    secrets = rec.require(CREDENTIAL, Selector("v1", "Secret", name=ref.name, namespace=namespace))
+    if secrets is None:
+        _not_ready(rec, "WaitingForCredential", f"waiting for Crossplane to look up {where}")
+    elif not secrets:
+        _not_ready(rec, "CredentialMissing", f"{where} does not exist")
+    elif ref.key not in (secrets[0].get("data") or {}) | (secrets[0].get("stringData") or {}):
+        # Only the key's presence is read; its value never leaves the Secret.
+        _not_ready(rec, "CredentialMissing", f"{where} has no key {ref.key!r}")
+    else:
+        _ready(rec, "CredentialPresent", f"credential found in {where}, key {ref.key!r}")
+
+
+def _ready(rec: Reconcile, reason: str, message: str) -> None:
+    rec.condition(CONDITION, "True", reason, message)
+    rec.set_ready(True)
+
+
+def _not_ready(rec: Reconcile, reason: str, message: str) -> None:
+    rec.condition(CONDITION, "False", reason, message)
+    rec.warning(f"endpoint not usable: {message}", reason)
+    rec.set_ready(False)

@@ -1,0 +1,9 @@
+"""Console script ``compose-model-endpoint``."""
+
+from fleetgate.core.runner import command
+from fleetgate.model_endpoint.composer import compose
+
+cli = command("compose-model-endpoint", compose)
+
+if __name__ == "__main__":
+    cli()

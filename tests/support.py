@@ -1,0 +1,99 @@
+"""Builders for RunFunctionRequests and readers of responses, shared by the tests."""
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from crossplane.function import resource
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from fleetgate.core.runner import Composer, run_composer
+
+STATUS_NAMES = {
+    fnv1.STATUS_CONDITION_TRUE: "True",
+    fnv1.STATUS_CONDITION_FALSE: "False",
+    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
+}
+SEVERITY_NAMES = {
+    fnv1.SEVERITY_FATAL: "Fatal",
+    fnv1.SEVERITY_WARNING: "Warning",
+    fnv1.SEVERITY_NORMAL: "Normal",
+}
+
+
+def request(
+    xr: dict[str, Any],
+    *,
+    required: dict[str, list[dict[str, Any]]] | None = None,
+    observed: dict[str, dict[str, Any]] | None = None,
+) -> fnv1.RunFunctionRequest:
+    """A request as Crossplane sends it: the XR, required and observed resources.
+
+    ``required`` maps a requirement name to what Crossplane resolved it to; a
+    name that is absent has not been resolved yet.
+    """
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="test"))
+    req.observed.composite.resource.update(xr)
+    for name, items in (required or {}).items():
+        resolved = req.required_resources[name]
+        for item in items:
+            resolved.items.add().resource.update(item)
+    for name, manifest in (observed or {}).items():
+        req.observed.resources[name].resource.update(manifest)
+    return req
+
+
+@dataclass
+class Outcome:
+    """A response, read back as plain data."""
+
+    rsp: fnv1.RunFunctionResponse
+
+    @property
+    def conditions(self) -> dict[str, tuple[str, str, str]]:
+        return {c.type: (STATUS_NAMES[c.status], c.reason, c.message) for c in self.rsp.conditions}
+
+    @property
+    def results(self) -> list[tuple[str, str]]:
+        return [(SEVERITY_NAMES[r.severity], r.message) for r in self.rsp.results]
+
+    @property
+    def fatal(self) -> list[str]:
+        return [m for s, m in self.results if s == "Fatal"]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [m for s, m in self.results if s == "Warning"]
+
+    @property
+    def desired(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: resource.struct_to_dict(r.resource)
+            for name, r in self.rsp.desired.resources.items()
+        }
+
+    @property
+    def composite(self) -> dict[str, Any]:
+        return resource.struct_to_dict(self.rsp.desired.composite.resource)
+
+    @property
+    def composite_ready(self) -> str:
+        return str(fnv1.Ready.Name(self.rsp.desired.composite.ready))
+
+    @property
+    def requirements(self) -> dict[str, fnv1.ResourceSelector]:
+        return dict(self.rsp.requirements.resources)
+
+
+def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
+    return Outcome(run_composer(compose, req))
+
+
+def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    """A Secret as Crossplane would hand it over (values base64 in ``data``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
