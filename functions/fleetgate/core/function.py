@@ -156,7 +156,7 @@ class Reconcile:
         self._result(fnv1.SEVERITY_FATAL, message, "InvalidInput")
 
     def _result(
-        self, severity: int, message: str, reason: str | None
+        self, severity: "fnv1.Severity", message: str, reason: str | None
     ) -> None:
         result = fnv1.Result(
             severity=severity, message=bounded(message), target=fnv1.TARGET_COMPOSITE_AND_CLAIM

@@ -1,0 +1,55 @@
+# Fleetgate developer entry points. `make render` and `make test` are the two
+# commands the README names; both install what they need (a virtualenv, the
+# pinned Crossplane CLI, the pinned upstream CRDs) on a fresh machine with
+# Python >= 3.11 and Go >= 1.25.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := .cache/bin
+CROSSPLANE := $(BIN)/crossplane
+CRDS := .cache/crds
+SHARED_CRDS := ../shared/crds
+SOURCES := functions tests e2e
+
+.PHONY: render test lint typecheck pytest tools crds deps clean
+
+## render: render every example through the functions and the real Crossplane CLI
+render: deps
+	$(PY) -m e2e.render
+
+## test: lint, type check, unit, gRPC, render + validate against pinned CRDs
+test: deps lint typecheck pytest
+
+lint: deps
+	$(VENV)/bin/ruff check $(SOURCES)
+	$(VENV)/bin/ruff format --check $(SOURCES)
+
+typecheck: deps
+	$(VENV)/bin/mypy
+
+pytest: deps
+	$(PY) -m pytest
+
+deps: $(VENV)/.installed $(CROSSPLANE) crds
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --editable '.[dev]'
+	touch $@
+
+## tools: the Crossplane CLI at the version pinned in tools/go.mod (checksummed by go.sum)
+tools: $(CROSSPLANE)
+$(CROSSPLANE): tools/go.mod tools/go.sum
+	mkdir -p $(BIN)
+	cd tools && GOBIN=$(CURDIR)/$(BIN) go install github.com/crossplane/crossplane/v2/cmd/crank
+	mv $(BIN)/crank $@
+
+## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
+crds: $(VENV)/.installed
+	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))
+
+clean:
+	rm -rf $(VENV) .cache

@@ -1,0 +1,180 @@
+"""Render every example through the real Crossplane CLI, with the functions as processes.
+
+``python -m e2e.render [EXAMPLE_DIR ...]`` is the project's main job: it
+starts the functions the examples need, runs ``crossplane render`` on each
+example (with the XR's XRD, and the example's required and observed
+resources), prints what was composed and the XR's conditions, then validates
+every rendered object against the pinned upstream CRDs and our XRDs.
+
+An example is a folder holding ``xr.yaml`` and optionally ``required.yaml``
+(resources the function asks Crossplane for), ``observed.yaml`` (composed
+resources as they exist) and ``expect.yaml`` (what the tests check).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import functions, validate
+
+REPO = functions.REPO
+EXAMPLES = REPO / "examples"
+RENDER_TIMEOUT_S = 120
+
+
+def crossplane_cli() -> Path:
+    cli = Path(os.environ.get("CROSSPLANE_CLI", REPO / ".cache" / "bin" / "crossplane"))
+    if not cli.exists():
+        raise FileNotFoundError(f"Crossplane CLI not found at {cli}: run `make tools`")
+    return cli
+
+
+@dataclass(frozen=True)
+class XRType:
+    kind: str
+    xrd: Path
+    composition: Path
+    function: str
+
+
+@cache
+def xr_types() -> dict[str, XRType]:
+    """Kind → its XRD, Composition and function, read from apis/ and compositions/."""
+    compositions = {}
+    for path in sorted((REPO / "compositions").glob("*.yaml")):
+        comp = yaml.safe_load(path.read_text())
+        compositions[comp["spec"]["compositeTypeRef"]["kind"]] = (
+            path,
+            comp["spec"]["pipeline"][0]["functionRef"]["name"],
+        )
+    types = {}
+    for xrd_path in sorted((REPO / "apis").glob("*/definition.yaml")):
+        kind = yaml.safe_load(xrd_path.read_text())["spec"]["names"]["kind"]
+        comp_path, function = compositions[kind]
+        types[kind] = XRType(kind, xrd_path, comp_path, function)
+    return types
+
+
+@dataclass(frozen=True)
+class Example:
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return str(self.path.relative_to(EXAMPLES))
+
+    @property
+    def xr(self) -> dict[str, Any]:
+        data: dict[str, Any] = yaml.safe_load((self.path / "xr.yaml").read_text())
+        return data
+
+    @property
+    def type(self) -> XRType:
+        return xr_types()[self.xr["kind"]]
+
+    def optional(self, filename: str) -> Path | None:
+        path = self.path / filename
+        return path if path.exists() else None
+
+    @property
+    def expect(self) -> dict[str, Any]:
+        path = self.optional("expect.yaml")
+        return yaml.safe_load(path.read_text()) if path else {}
+
+
+def discover(root: Path = EXAMPLES) -> list[Example]:
+    return [Example(p.parent) for p in sorted(root.rglob("xr.yaml"))]
+
+
+def render(example: Example) -> list[dict[str, Any]]:
+    """Run ``crossplane render`` for one example; return the rendered objects."""
+    xr_type = example.type
+    cmd = [
+        str(crossplane_cli()),
+        "render",
+        str(example.path / "xr.yaml"),
+        str(xr_type.composition),
+        str(functions.FUNCTIONS_FILE),
+        f"--xrd={xr_type.xrd}",
+        "--include-function-results",
+        f"--timeout={RENDER_TIMEOUT_S}s",
+    ]
+    if required := example.optional("required.yaml"):
+        cmd.append(f"--required-resources={required}")
+    if observed := example.optional("observed.yaml"):
+        cmd.append(f"--observed-resources={observed}")
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=RENDER_TIMEOUT_S + 30, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"crossplane render failed for {example.name}:\n{proc.stderr}")
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def split(
+    rendered: list[dict[str, Any]],
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rendered output → (the XR, composed resources, function results)."""
+    xr, composed, results = {}, [], []
+    for doc in rendered:
+        if doc.get("kind") == "Result" and doc.get("apiVersion", "").startswith(
+            "render.crossplane"
+        ):
+            results.append(doc)
+        elif not composed and not xr:
+            xr = doc
+        else:
+            composed.append(doc)
+    return xr, composed, results
+
+
+def summarise(example: Example, rendered: list[dict[str, Any]]) -> str:
+    xr, composed, results = split(rendered)
+    lines = [f"== {example.name}  ({xr.get('kind')} {xr.get('metadata', {}).get('name')})"]
+    for cond in xr.get("status", {}).get("conditions", []):
+        message = f" — {cond['message']}" if cond.get("message") else ""
+        lines.append(f"   {cond['type']}={cond['status']} ({cond.get('reason', '')}){message}")
+    for obj in composed:
+        manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest")
+        shown = manifest if obj.get("kind") == "Object" and manifest else obj
+        name = shown.get("metadata", {}).get("name", "")
+        via = " (via Object)" if shown is not obj else ""
+        lines.append(f"   + {shown.get('kind')} {name}{via}")
+    if not composed:
+        lines.append("   (composes nothing)")
+    for res in results:
+        lines.append(f"   ! {res.get('severity', '')}: {res.get('message', '')}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("examples", nargs="*", type=Path, help="example folders (default: all)")
+    parser.add_argument("--no-validate", action="store_true", help="skip schema validation")
+    args = parser.parse_args(argv)
+    examples = [Example(p.resolve()) for p in args.examples] or discover()
+    needed = sorted({e.type.function for e in examples})
+    failures = 0
+    with functions.running(needed):
+        for example in examples:
+            rendered = render(example)
+            print(summarise(example, rendered))
+            if args.no_validate:
+                continue
+            errors = validate.validate(rendered, extra_schema_files=[example.type.xrd])
+            for error in errors:
+                print(f"   ✗ {error}")
+            failures += bool(errors)
+    print(f"\n{len(examples)} examples rendered, {failures} failed validation")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

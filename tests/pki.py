@@ -1,0 +1,93 @@
+"""Throwaway X.509 material for tests: a CA and leaf certificates signed by it."""
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_DAY = datetime.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert_pem: bytes
+    key_pem: bytes
+    cert: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+
+def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def ca(common_name: str) -> KeyPair:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(_name(common_name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _DAY)
+        .not_valid_after(now + _DAY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _pem(key), cert, key)
+
+
+def leaf(
+    issuer: KeyPair,
+    common_name: str,
+    *,
+    server: bool,
+    dns: tuple[str, ...] = (),
+    ips: tuple[str, ...] = (),
+) -> KeyPair:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
+    sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(issuer.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _DAY)
+        .not_valid_after(now + _DAY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(issuer.key, hashes.SHA256())
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), _pem(key), cert, key)
