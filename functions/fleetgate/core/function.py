@@ -87,6 +87,19 @@ class Reconcile:
             for item in self.req.required_resources[key].items
         ]
 
+    def require_all(self, key: str, selector: Selector, model: type[C]) -> list[C] | None:
+        """Like ``require``, each resource validated as ``model``.
+
+        A malformed required resource is an InputError naming it and the field.
+        """
+        items = self.require(key, selector)
+        if items is None:
+            return None
+        return [
+            parse(model, item, f"{selector.kind} {(item.get('metadata') or {}).get('name', '?')}")
+            for item in items
+        ]
+
     def observed(self, name: str) -> dict[str, Any] | None:
         """A composed resource as Crossplane observed it, or None."""
         if name not in self.req.observed.resources:
@@ -155,9 +168,7 @@ class Reconcile:
     def fatal(self, message: str) -> None:
         self._result(fnv1.SEVERITY_FATAL, message, "InvalidInput")
 
-    def _result(
-        self, severity: "fnv1.Severity", message: str, reason: str | None
-    ) -> None:
+    def _result(self, severity: "fnv1.Severity", message: str, reason: str | None) -> None:
         result = fnv1.Result(
             severity=severity, message=bounded(message), target=fnv1.TARGET_COMPOSITE_AND_CLAIM
         )
