@@ -75,3 +75,30 @@ def cluster_label(cluster_name: str) -> str:
 def cluster_hostname(cluster_name: str) -> str:
     """The derived hostname of a cluster's gateway, resolvable on every fleet gateway."""
     return f"{cluster_label(cluster_name)}.{SYSTEM_NAMESPACE}.svc.cluster.local"
+
+
+# --- Remote names more than one function must agree on ----------------------
+# Each is derived from its owner's name only, so the owner and every reader
+# compute the same string without sharing anything but the XRs.
+
+CLUSTER_GATEWAY: Final = "fleetgate-cluster-gateway"
+"""The cluster gateway's Gateway on every InferenceCluster (one per cluster)."""
+
+
+def fleet_gateway(gateway: str) -> str:
+    """The Gateway an InferenceGateway composes on its cluster.
+
+    A DNS label, not just an object name: Envoy Gateway copies the Gateway's
+    name into label values, which stop at 63 characters.
+    """
+    return dns_label("fleetgate-gw", gateway)
+
+
+def gateway_client_certificate(gateway: str) -> str:
+    """Secret (on the gateway's cluster) holding the fleet gateway's client certificate."""
+    return object_name("fleetgate-gw", gateway, "client")
+
+
+def gateway_cluster_ca(gateway: str, cluster: str) -> str:
+    """ConfigMap (on the gateway's cluster) holding ``cluster``'s CA, owned by the gateway."""
+    return object_name("fleetgate-gw", gateway, "ca", cluster_label(cluster))
