@@ -29,6 +29,16 @@ _STATUS = {
 }
 
 
+def describe_object(data: dict[str, Any], default_kind: str) -> str:
+    """``Kind name`` of an untrusted object, for messages; never fails."""
+    kind = data.get("kind")
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    kind_text = kind if isinstance(kind, str) and kind else default_kind
+    name_text = name if isinstance(name, str) and name else "?"
+    return bounded(f"{kind_text} {name_text}")[:300]
+
+
 def bounded(message: str) -> str:
     """Keep messages readable and within what a condition or event accepts."""
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
@@ -73,9 +83,7 @@ class Reconcile:
     def composite(self, model: type[C]) -> C:
         """The observed XR as a typed model; InputError names a malformed field."""
         data = self.observed_composite
-        kind = data.get("kind", model.__name__)
-        name = (data.get("metadata") or {}).get("name", "?")
-        return parse(model, data, f"{kind} {name}")
+        return parse(model, data, describe_object(data, model.__name__))
 
     def require(self, key: str, selector: Selector) -> list[dict[str, Any]] | None:
         """Declare a requirement; return the resources, or None while unresolved."""
@@ -95,10 +103,7 @@ class Reconcile:
         items = self.require(key, selector)
         if items is None:
             return None
-        return [
-            parse(model, item, f"{selector.kind} {(item.get('metadata') or {}).get('name', '?')}")
-            for item in items
-        ]
+        return [parse(model, item, describe_object(item, selector.kind)) for item in items]
 
     def observed(self, name: str) -> dict[str, Any] | None:
         """A composed resource as Crossplane observed it, or None."""

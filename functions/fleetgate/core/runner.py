@@ -5,6 +5,7 @@ input into a fatal result naming the field and any other exception into a
 fatal result that discloses nothing, so nothing ever escapes ``RunFunction``.
 """
 
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,12 @@ def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFun
         rsp = response.to(req)
         Reconcile(req, rsp).fatal(str(err))
     except Exception as err:
-        logging.get_logger().exception("composer failed")
+        # Frames only, never the exception's text: it may quote input values.
+        logging.get_logger().error(
+            "composer failed",
+            error=type(err).__name__,
+            traceback="".join(traceback.format_tb(err.__traceback__)),
+        )
         rsp = response.to(req)
         # The type only: an exception's text may quote input, Secrets included.
         Reconcile(req, rsp).fatal(f"internal error ({type(err).__name__}); see the function's logs")

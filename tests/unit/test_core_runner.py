@@ -1,0 +1,129 @@
+"""The runner: nothing escapes RunFunction, and errors disclose nothing."""
+
+from typing import Any
+
+import pytest
+from fleetgate.core.errors import InputError
+from fleetgate.core.function import MESSAGE_MAX, Reconcile, Selector
+from fleetgate.core.models import InferenceCluster
+
+from tests.support import request, run
+
+XR: dict[str, Any] = {
+    "apiVersion": "fleetgate.dev/v1alpha1",
+    "kind": "InferenceCluster",
+    "metadata": {"name": "eu-west"},
+    "spec": {"credentials": {"providerConfigName": "eu-west"}},
+}
+SECRET_VALUE = "s3cr3t-value-that-must-not-leak"
+
+
+def explode(rec: Reconcile) -> None:
+    rec.compose("half-done", {"apiVersion": "v1", "kind": "ConfigMap"})
+    raise KeyError(SECRET_VALUE)
+
+
+def reject(rec: Reconcile) -> None:
+    rec.compose("half-done", {"apiVersion": "v1", "kind": "ConfigMap"})
+    raise InputError("spec.origin: must be a DNS name")
+
+
+def test_unexpected_exception_becomes_a_fatal_result_without_its_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run(explode, request(XR))
+    logged = capsys.readouterr()
+    assert "KeyError" in logged.out + logged.err, "the failure is logged"
+    assert SECRET_VALUE not in logged.out + logged.err, "but not the exception's text"
+    assert out.fatal == ["internal error (KeyError); see the function's logs"]
+    assert SECRET_VALUE not in str(out.rsp)
+    assert out.desired == {}, "a failed pass returns no half-built desired state"
+
+
+def test_input_error_is_a_fatal_result_naming_the_field() -> None:
+    out = run(reject, request(XR))
+    assert out.fatal == ["spec.origin: must be a DNS name"]
+    assert out.desired == {}
+
+
+def test_messages_are_bounded() -> None:
+    def noisy(rec: Reconcile) -> None:
+        rec.warning("x" * 100_000)
+
+    out = run(noisy, request(XR))
+    assert len(out.warnings[0]) == MESSAGE_MAX
+
+
+def test_require_tells_unresolved_from_resolved_to_nothing() -> None:
+    seen: list[list[dict[str, Any]] | None] = []
+
+    def probe(rec: Reconcile) -> None:
+        seen.append(rec.require("clusters", Selector("fleetgate.dev/v1alpha1", "InferenceCluster")))
+
+    run(probe, request(XR))
+    run(probe, request(XR, required={"clusters": []}))
+    run(probe, request(XR, required={"clusters": [XR]}))
+    assert seen[0] is None
+    assert seen[1] == []
+    assert seen[2] is not None
+    assert seen[2][0]["metadata"]["name"] == "eu-west"
+
+
+def test_requirement_is_declared_on_every_call() -> None:
+    def probe(rec: Reconcile) -> None:
+        rec.require("clusters", Selector("fleetgate.dev/v1alpha1", "InferenceCluster", labels={}))
+
+    for required in (None, {"clusters": []}):
+        out = run(probe, request(XR, required=required))
+        assert set(out.requirements) == {"clusters"}
+
+
+def test_malformed_required_resource_is_fatal_and_named() -> None:
+    def probe(rec: Reconcile) -> None:
+        rec.require_all(
+            "clusters", Selector("fleetgate.dev/v1alpha1", "InferenceCluster"), InferenceCluster
+        )
+
+    bad = {**XR, "metadata": {"name": "broken"}, "spec": {"credentials": {}}}
+    out = run(probe, request(XR, required={"clusters": [bad]}))
+    assert len(out.fatal) == 1
+    assert "InferenceCluster broken" in out.fatal[0]
+    assert "spec.credentials" in out.fatal[0]
+
+
+def test_keep_carries_an_observed_resource_without_server_fields() -> None:
+    observed = {
+        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+        "kind": "Object",
+        "metadata": {"name": "o", "uid": "123", "resourceVersion": "9"},
+        "spec": {"forProvider": {"manifest": {"kind": "ConfigMap"}}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+    def keeper(rec: Reconcile) -> None:
+        assert rec.keep("gone") is False
+        assert rec.keep("cm") is True
+
+    out = run(keeper, request(XR, observed={"cm": observed}))
+    assert out.desired == {
+        "cm": {
+            "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+            "kind": "Object",
+            "metadata": {"name": "o"},
+            "spec": {"forProvider": {"manifest": {"kind": "ConfigMap"}}},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "xr",
+    [{}, {"kind": "InferenceCluster"}, {"metadata": "nope"}, {"spec": [1, 2]}],
+    ids=["empty", "no metadata", "metadata wrong type", "spec wrong type"],
+)
+def test_garbage_composite_is_fatal(xr: dict[str, Any]) -> None:
+    def read(rec: Reconcile) -> None:
+        rec.composite(InferenceCluster)
+
+    out = run(read, request(xr))
+    assert len(out.fatal) == 1
+    assert out.fatal[0].startswith("invalid ")
