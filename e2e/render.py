@@ -122,7 +122,9 @@ def split(
     rendered: list[dict[str, Any]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Rendered output → (the XR, composed resources, function results)."""
-    xr, composed, results = {}, [], []
+    xr: dict[str, Any] = {}
+    composed: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for doc in rendered:
         if doc.get("kind") == "Result" and doc.get("apiVersion", "").startswith(
             "render.crossplane"

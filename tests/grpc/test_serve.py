@@ -89,7 +89,7 @@ def v1_request() -> fnv1.RunFunctionRequest:
 
 
 def call_v1(channel: grpc.Channel) -> fnv1.RunFunctionResponse:
-    stub = grpcv1.FunctionRunnerServiceStub(channel)
+    stub = grpcv1.FunctionRunnerServiceStub(channel)  # type: ignore[no-untyped-call]
     rsp: fnv1.RunFunctionResponse = stub.RunFunction(v1_request(), timeout=TIMEOUT_S)
     return rsp
 
@@ -97,7 +97,7 @@ def call_v1(channel: grpc.Channel) -> fnv1.RunFunctionResponse:
 def call_v1beta1(channel: grpc.Channel) -> fnv1beta1.RunFunctionResponse:
     req = fnv1beta1.RunFunctionRequest()
     req.ParseFromString(v1_request().SerializeToString())
-    stub = grpcv1beta1.FunctionRunnerServiceStub(channel)
+    stub = grpcv1beta1.FunctionRunnerServiceStub(channel)  # type: ignore[no-untyped-call]
     rsp: fnv1beta1.RunFunctionResponse = stub.RunFunction(req, timeout=TIMEOUT_S)
     return rsp
 
@@ -144,4 +144,4 @@ def test_mutual_tls_refuses_unknown_clients(
         pytest.raises(grpc.RpcError) as err,
     ):
         call_v1(channel)
-    assert err.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE

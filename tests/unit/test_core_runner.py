@@ -73,8 +73,8 @@ def test_requirement_is_declared_on_every_call() -> None:
     def probe(rec: Reconcile) -> None:
         rec.require("clusters", Selector("fleetgate.dev/v1alpha1", "InferenceCluster", labels={}))
 
-    unresolved: dict[str, list[dict[str, Any]]] | None = None
-    for required in (unresolved, {"clusters": []}):
+    cases: list[dict[str, list[dict[str, Any]]] | None] = [None, {"clusters": []}]
+    for required in cases:
         out = run(probe, request(XR, required=required))
         assert set(out.requirements) == {"clusters"}
 
