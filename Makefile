@@ -12,7 +12,7 @@ CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
 SOURCES := functions tests e2e
 
-.PHONY: render test lint typecheck pytest tools crds deps clean
+.PHONY: render test lint typecheck pytest tools crds deps nix-parser clean
 
 ## render: render every example through the functions and the real Crossplane CLI
 render: deps
@@ -31,7 +31,14 @@ typecheck: deps
 pytest: deps
 	$(PY) -m pytest
 
-deps: $(VENV)/.installed $(CROSSPLANE) crds
+deps: $(VENV)/.installed $(CROSSPLANE) crds nix-parser
+
+# The Nix files are only parsed here (nix-instantiate --parse); Debian's
+# nix-bin provides the parser. Installed when missing and we may (CI runs as
+# root on Debian); elsewhere the parse test says what is missing.
+nix-parser:
+	@command -v nix-instantiate >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -qq nix-bin >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq nix-bin >/dev/null; }; }; } || true
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
