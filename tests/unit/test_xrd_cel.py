@@ -143,6 +143,7 @@ PRIORITY = "priority must be from 0 to 63"
 
 ORIGIN = "spec.origin"
 ENTRY = "spec.endpoints[]"
+SELECTOR = {"matchLabels": {"app": "qwen3-8b"}}
 HOSTNAME = "spec.hostname"
 LONG_LABEL = "a" * 64
 
@@ -267,8 +268,8 @@ CASES = [
             ok(f"{kind}-labels-empty", kind, path, {}),
             ok(f"{kind}-labels-team", kind, path, {"team": "ml"}),
             ok(f"{kind}-labels-prefixed", kind, path, {"example.com/tier": "gold", "region": "eu"}),
-            ok(f"{kind}-labels-other-domain", kind, path, {"sub.fleetgate.dev/x": "y"}),
-            ok(f"{kind}-labels-name-only", kind, path, {"fleetgate.dev": "y"}),
+            ok(f"{kind}-labels-other-domain", kind, path, {"sub.fleetgate.dev/x": "gold"}),
+            ok(f"{kind}-labels-name-only", kind, path, {"fleetgate.dev": "gold"}),
             bad(f"{kind}-labels-cluster", kind, path, {"fleetgate.dev/cluster": "eu-1"}, RESERVED),
             bad(
                 f"{kind}-labels-deployment",
@@ -287,19 +288,19 @@ CASES = [
         )
     ),
     # --- ModelService spec.endpoints[] ----------------------------------------
-    ok("entry-defaults-absent", MS, ENTRY, {"selector": {"matchLabels": {"a": "b"}}}),
-    ok("entry-min", MS, ENTRY, {"selector": {}, "weight": 1, "priority": 0}),
-    ok("entry-max", MS, ENTRY, {"selector": {}, "weight": 1000000, "priority": 63}),
-    bad("entry-weight-0", MS, ENTRY, {"selector": {}, "weight": 0}, WEIGHT),
-    bad("entry-weight-negative", MS, ENTRY, {"selector": {}, "weight": -1}, WEIGHT),
-    bad("entry-weight-too-big", MS, ENTRY, {"selector": {}, "weight": 1000001}, WEIGHT),
-    bad("entry-priority-negative", MS, ENTRY, {"selector": {}, "priority": -1}, PRIORITY),
-    bad("entry-priority-64", MS, ENTRY, {"selector": {}, "priority": 64}, PRIORITY),
+    ok("entry-defaults-absent", MS, ENTRY, {"selector": SELECTOR}),
+    ok("entry-min", MS, ENTRY, {"selector": SELECTOR, "weight": 1, "priority": 0}),
+    ok("entry-max", MS, ENTRY, {"selector": SELECTOR, "weight": 1000000, "priority": 63}),
+    bad("entry-weight-0", MS, ENTRY, {"selector": SELECTOR, "weight": 0}, WEIGHT),
+    bad("entry-weight-negative", MS, ENTRY, {"selector": SELECTOR, "weight": -1}, WEIGHT),
+    bad("entry-weight-too-big", MS, ENTRY, {"selector": SELECTOR, "weight": 1000001}, WEIGHT),
+    bad("entry-priority-negative", MS, ENTRY, {"selector": SELECTOR, "priority": -1}, PRIORITY),
+    bad("entry-priority-64", MS, ENTRY, {"selector": SELECTOR, "priority": 64}, PRIORITY),
     bad(
         "entry-both-out-of-range",
         MS,
         "spec.endpoints[]",
-        {"selector": {}, "weight": 0, "priority": 64},
+        {"selector": SELECTOR, "weight": 0, "priority": 64},
         WEIGHT,
         PRIORITY,
     ),
