@@ -104,6 +104,8 @@ def render(example: Example) -> list[dict[str, Any]]:
         str(functions.FUNCTIONS_FILE),
         f"--xrd={xr_type.xrd}",
         "--include-function-results",
+        # The whole XR, so it validates against its XRD like the composed objects.
+        "--include-full-xr",
         f"--timeout={RENDER_TIMEOUT_S}s",
     ]
     if required := example.optional("required.yaml"):
@@ -156,6 +158,12 @@ def summarise(example: Example, rendered: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def validate_rendered(example: Example, rendered: list[dict[str, Any]]) -> list[str]:
+    """Validate the XR against its XRD and every composed object against the pinned CRDs."""
+    xr, composed, _ = split(rendered)
+    return validate.validate([xr, *composed], extra_schema_files=[example.type.xrd])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("examples", nargs="*", type=Path, help="example folders (default: all)")
@@ -170,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             print(summarise(example, rendered))
             if args.no_validate:
                 continue
-            errors = validate.validate(rendered, extra_schema_files=[example.type.xrd])
+            errors = validate_rendered(example, rendered)
             for error in errors:
                 print(f"   ✗ {error}")
             failures += bool(errors)

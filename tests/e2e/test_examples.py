@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import functions, render, validate
+from e2e import functions, render
 
 EXAMPLES = render.discover()
 
@@ -81,4 +81,4 @@ def test_example_leaks_no_secret(
 def test_example_validates_against_pinned_schemas(
     example: render.Example, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
-    assert validate.validate(rendered[example.name], extra_schema_files=[example.type.xrd]) == []
+    assert render.validate_rendered(example, rendered[example.name]) == []

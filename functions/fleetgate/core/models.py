@@ -54,9 +54,14 @@ class Condition(Model):
 # --- ModelEndpoint ---------------------------------------------------------
 
 
+# A ModelDeployment publishes ``<namespace>/<name>`` as the model and
+# ``/<namespace>/<name>/v1`` as the prefix: up to 317 and 320 characters.
+LONG_NAME_MAX = 512
+
+
 class EndpointAPI(Model):
     schema_: Literal["OpenAI", "Anthropic"] = Field("OpenAI", alias="schema")
-    prefix: Annotated[str, Field(max_length=253)] = "/v1"
+    prefix: Annotated[str, Field(max_length=LONG_NAME_MAX)] = "/v1"
 
 
 class SecretKeyRef(Model):
@@ -71,7 +76,7 @@ class CredentialRef(SecretKeyRef):
 class ModelEndpointSpec(Model):
     origin: Annotated[str, Field(min_length=1, max_length=2048)]
     api: EndpointAPI = EndpointAPI()
-    model: Annotated[str, Field(min_length=1, max_length=NAME_MAX)] | None = None
+    model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
     credential_ref: CredentialRef | None = None
 
 
