@@ -4,8 +4,9 @@ Each file comes from the zip of a pinned upstream Go module: ``go mod download``
 runs in ``e2e/crds/`` (a module that only *requires* the upstream modules, so
 nothing is built), and the go command checks every zip against
 ``e2e/crds/go.sum``. The proxy this project can reach refuses a few of the pinned
-versions; their files are copied from the shared CRD folder instead and checked
-against the sha256 sums in ``e2e/crds/not-on-proxy.sha256``. Either way, every
+versions; their files are kept in ``e2e/crds/vendor/`` (copied byte for byte from
+the upstream tags, licences beside them) and checked against the sha256 sums in
+``e2e/crds/not-on-proxy.sha256``. Either way, every
 byte that lands in the destination is checked against a sum kept in this repo.
 
 Usage: ``python -m e2e.crds [--dest DIR] [--check-shared DIR]``.
@@ -32,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GO_MODULE_DIR = REPO / "e2e" / "crds"
 PINS_FILE = GO_MODULE_DIR / "not-on-proxy.sha256"
+VENDOR_DIR = GO_MODULE_DIR / "vendor"
 DEFAULT_DEST = REPO / ".cache" / "crds"
 DEFAULT_SHARED = REPO.parent / "shared" / "crds"
 
@@ -353,7 +355,7 @@ def _select(folder: Path, source: Source) -> list[Path]:
     return chosen
 
 
-def _layout(out: Path, shared: Path) -> None:
+def _layout(out: Path) -> None:
     """Fill ``out`` with every file of the set, each checked against a sum kept in this repo."""
     problems = check_pins()
     if problems:
@@ -371,17 +373,13 @@ def _layout(out: Path, shared: Path) -> None:
             raise FetchError(f"{source.module}@{source.tag} has no LICENSE at its root")
         shutil.copyfile(licence, out / source.release / "LICENSE")
 
-    pins = read_pins(PINS_FILE)
-    if not shared.is_dir():
-        missing = ", ".join(sorted({s.folder for s in SOURCES if not s.on_proxy}))
-        raise FetchError(
-            f"the Go module proxy does not serve the pinned versions for {missing}, and the "
-            f"shared CRD folder that holds them ({shared}) does not exist"
-        )
-    for rel, digest in sorted(pins.items()):
-        origin = shared / rel
+    # The proxy refuses these pinned versions, so their files are kept in the
+    # repository (e2e/crds/vendor/, Apache-2.0, LICENSE beside them) and each
+    # one is checked against its sum, exactly like a module zip against go.sum.
+    for rel, digest in sorted(read_pins(PINS_FILE).items()):
+        origin = VENDOR_DIR / rel
         if not origin.is_file():
-            raise FetchError(f"{origin} is missing from the shared CRD folder")
+            raise FetchError(f"{origin} is missing from the vendored CRD files")
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(origin, target)
@@ -401,7 +399,7 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def fetch(dest: Path = DEFAULT_DEST, *, shared: Path = DEFAULT_SHARED) -> Path:
+def fetch(dest: Path = DEFAULT_DEST) -> Path:
     """Make ``dest`` hold the pinned CRD set; a no-op when it already does. Returns ``dest``."""
     dest = dest.resolve()
     key = _cache_key()
@@ -414,7 +412,7 @@ def fetch(dest: Path = DEFAULT_DEST, *, shared: Path = DEFAULT_SHARED) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
         staging.chmod(0o755)  # mkdtemp makes it private; the set is not secret
         try:
-            _layout(staging, shared)
+            _layout(staging)
             files = {rel: _sha256(p) for rel, p in _tracked_files(staging).items()}
             (staging / STAMP).write_text(
                 json.dumps({"key": key, "files": files}, indent=1, sort_keys=True) + "\n",
@@ -470,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shared: Path = args.check_shared if args.check_shared is not None else DEFAULT_SHARED
     started = time.monotonic()
     try:
-        dest = fetch(args.dest, shared=shared)
+        dest = fetch(args.dest)
     except FetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -8,8 +8,9 @@
 //
 // The Go module proxy reachable from this project's machines refuses these
 // pinned versions ("403 This module version is not available"), so they are
-// NOT required here; e2e/crds.py takes their files from the shared CRD folder
-// instead, checked against not-on-proxy.sha256:
+// NOT required here; their files are kept in e2e/crds/vendor/ (byte for byte
+// from the upstream tags, with their LICENSE) and checked against
+// not-on-proxy.sha256:
 //   github.com/envoyproxy/ai-gateway v1.1.0
 //   github.com/crossplane-contrib/provider-helm v1.4.0   (.mod served, .zip refused)
 //   github.com/kaito-project/kaito v0.12.0

@@ -77,9 +77,17 @@ def test_go_sum_mismatch_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert not (tmp_path / "crds").exists()
 
 
-def test_fetch_without_shared_names_the_missing_upstreams(tmp_path: Path) -> None:
-    with pytest.raises(crds.FetchError, match=re.escape("kuberay/v1.7.0")):
-        crds.fetch(tmp_path / "crds", shared=tmp_path / "no-shared")
+def test_a_tampered_vendored_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vendor = tmp_path / "vendor"
+    shutil.copytree(crds.VENDOR_DIR, vendor)
+    victim = vendor / "kuberay" / "v1.7.0" / "ray.io_rayservices.yaml"
+    victim.write_text(victim.read_text() + "\n# edited\n")
+    monkeypatch.setattr(crds, "VENDOR_DIR", vendor)
+    with pytest.raises(crds.FetchError, match=re.escape("ray.io_rayservices.yaml")):
+        crds.fetch(tmp_path / "crds")
+    assert not (tmp_path / "crds").exists()
 
 
 def make_tree(root: Path, files: dict[str, str]) -> Path:
