@@ -4,7 +4,7 @@ Each file comes from the zip of a pinned upstream Go module: ``go mod download``
 runs in ``e2e/crds/`` (a module that only *requires* the upstream modules, so
 nothing is built), and the go command checks every zip against
 ``e2e/crds/go.sum``. The proxy this project can reach refuses a few of the pinned
-versions; their files are kept in ``e2e/crds/vendor/`` (copied byte for byte from
+versions; their files are kept in ``e2e/crds/off-proxy/`` (copied byte for byte from
 the upstream tags, licences beside them) and checked against the sha256 sums in
 ``e2e/crds/not-on-proxy.sha256``. Either way, every
 byte that lands in the destination is checked against a sum kept in this repo.
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GO_MODULE_DIR = REPO / "e2e" / "crds"
 PINS_FILE = GO_MODULE_DIR / "not-on-proxy.sha256"
-VENDOR_DIR = GO_MODULE_DIR / "vendor"
+VENDOR_DIR = GO_MODULE_DIR / "off-proxy"
 DEFAULT_DEST = REPO / ".cache" / "crds"
 DEFAULT_SHARED = REPO.parent / "shared" / "crds"
 
@@ -374,7 +374,7 @@ def _layout(out: Path) -> None:
         shutil.copyfile(licence, out / source.release / "LICENSE")
 
     # The proxy refuses these pinned versions, so their files are kept in the
-    # repository (e2e/crds/vendor/, Apache-2.0, LICENSE beside them) and each
+    # repository (e2e/crds/off-proxy/, Apache-2.0, LICENSE beside them) and each
     # one is checked against its sum, exactly like a module zip against go.sum.
     for rel, digest in sorted(read_pins(PINS_FILE).items()):
         origin = VENDOR_DIR / rel

@@ -8,7 +8,7 @@
 //
 // The Go module proxy reachable from this project's machines refuses these
 // pinned versions ("403 This module version is not available"), so they are
-// NOT required here; their files are kept in e2e/crds/vendor/ (byte for byte
+// NOT required here; their files are kept in e2e/crds/off-proxy/ (byte for byte
 // from the upstream tags, with their LICENSE) and checked against
 // not-on-proxy.sha256:
 //   github.com/envoyproxy/ai-gateway v1.1.0

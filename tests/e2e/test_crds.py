@@ -80,7 +80,7 @@ def test_go_sum_mismatch_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 def test_a_tampered_vendored_file_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    vendor = tmp_path / "vendor"
+    vendor = tmp_path / "off-proxy"
     shutil.copytree(crds.VENDOR_DIR, vendor)
     victim = vendor / "kuberay" / "v1.7.0" / "ray.io_rayservices.yaml"
     victim.write_text(victim.read_text() + "\n# edited\n")
