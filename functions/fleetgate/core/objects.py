@@ -2,6 +2,7 @@
 
 from typing import Any, Literal
 
+from fleetgate.core import readiness
 from fleetgate.core.constants import OBJECT_API_VERSION
 
 Manifest = dict[str, Any]
@@ -41,11 +42,9 @@ def remote_object(
     cluster-scoped XR must set it (Crossplane does not default it), a
     namespaced XR's Objects inherit the XR's namespace.
 
-    Readiness: by default the Object is ready once the remote object reports a
-    Ready condition (``DeriveFromObject``); ``readiness_query`` overrides that
-    with a CEL query over ``object`` for kinds whose readiness lives elsewhere
-    (e.g. a Gateway's ``Programmed`` condition). Observed-only objects are
-    ready once they exist.
+    Readiness follows the remote kind (``readiness.for_manifest``: e.g. a
+    Gateway is ready once Programmed); ``readiness_query`` overrides it with a
+    CEL query over ``object``. Observed-only objects are ready once they exist.
     """
     spec: dict[str, Any] = {
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
@@ -53,11 +52,11 @@ def remote_object(
     }
     if observe_only:
         spec["managementPolicies"] = ["Observe"]
-        spec["readiness"] = {"policy": "SuccessfulCreate"}
+        spec["readiness"] = dict(readiness.SUCCESSFUL_CREATE)
     elif readiness_query is not None:
-        spec["readiness"] = {"policy": "DeriveFromCelQuery", "celQuery": readiness_query}
+        spec["readiness"] = readiness.query(readiness_query)
     else:
-        spec["readiness"] = {"policy": "DeriveFromObject"}
+        spec["readiness"] = readiness.for_manifest(manifest)
     if references:
         spec["references"] = references
     # The Object's own name is left to Crossplane (generated from the XR's):
@@ -75,7 +74,4 @@ def remote_object(
 
 def condition_query(condition_type: str) -> str:
     """CEL readiness query: the remote object has ``condition_type`` True."""
-    return (
-        "has(object.status) && has(object.status.conditions) && "
-        f"object.status.conditions.exists(c, c.type == '{condition_type}' && c.status == 'True')"
-    )
+    return readiness.condition_query(condition_type)
