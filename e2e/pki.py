@@ -1,4 +1,8 @@
-"""Throwaway X.509 material for tests: a CA and leaf certificates signed by it."""
+"""Throwaway X.509 material for tests and the fleet walk: CAs and leaves signed by them.
+
+What cert-manager would issue on a workload cluster, made here so that
+CA ConfigMaps in observed state hold real certificates a test can parse.
+"""
 
 import datetime
 import ipaddress
