@@ -68,7 +68,8 @@ class Example:
 
     @property
     def name(self) -> str:
-        return str(self.path.relative_to(EXAMPLES))
+        inside = self.path.is_relative_to(EXAMPLES)
+        return str(self.path.relative_to(EXAMPLES)) if inside else str(self.path)
 
     @property
     def xr(self) -> dict[str, Any]:
