@@ -1,0 +1,1 @@
+"""compose-inference-cluster: register a workload cluster with the fleet."""

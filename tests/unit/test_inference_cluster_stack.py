@@ -1,0 +1,188 @@
+"""compose-inference-cluster with stack.install: pinned releases, installed in dependency order."""
+
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e import crds
+from fleetgate.inference_cluster import gaie_crds, stack
+from fleetgate.inference_cluster.composer import compose
+from tests.support import request, run
+from tests.unit.test_inference_cluster_support import (
+    cluster_side,
+    cluster_xr,
+    gateways,
+    manifest_of,
+    observe,
+    settle,
+)
+
+INSTALL = cluster_xr(stack={"install": True})
+
+RELEASES = [
+    # key, chart, repository, version, namespace on the cluster
+    ("cert-manager", "cert-manager", "https://charts.jetstack.io", "v1.21.1", "cert-manager"),
+    ("trust-manager", "trust-manager", "https://charts.jetstack.io", "v0.24.0", "cert-manager"),
+    (
+        "envoy-gateway",
+        "gateway-helm",
+        "oci://docker.io/envoyproxy",
+        "v1.8.3",
+        "envoy-gateway-system",
+    ),
+    (
+        "ai-gateway-crds",
+        "ai-gateway-crds-helm",
+        "oci://docker.io/envoyproxy",
+        "v1.1.0",
+        "envoy-ai-gateway-system",
+    ),
+    (
+        "ai-gateway",
+        "ai-gateway-helm",
+        "oci://docker.io/envoyproxy",
+        "v1.1.0",
+        "envoy-ai-gateway-system",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def installed() -> list[Any]:
+    return settle(INSTALL, gateways("public"), remote=cluster_side())
+
+
+@pytest.mark.parametrize("pin", RELEASES, ids=[r[0] for r in RELEASES])
+def test_releases_are_pinned(installed: list[Any], pin: tuple[str, str, str, str, str]) -> None:
+    key, chart, repository, version, namespace = pin
+    release = installed[-1].desired[stack.release_key(key)]
+    assert release["apiVersion"] == "helm.m.crossplane.io/v1beta1"
+    assert release["metadata"]["namespace"] == "fleetgate-system"
+    assert release["metadata"]["annotations"] == {"crossplane.io/external-name": f"fleetgate-{key}"}
+    spec = release["spec"]["forProvider"]
+    assert spec["chart"] == {"repository": repository, "name": chart, "version": version}
+    assert spec["namespace"] == namespace
+    assert spec["wait"] is True
+
+
+def test_every_release_is_listed() -> None:
+    assert [c.key for c in stack.CHARTS] == [r[0] for r in RELEASES]
+
+
+VALUES = [
+    # release, path into values, expected
+    ("trust-manager", ("app", "trust", "namespace"), "fleetgate-system"),
+    ("trust-manager", ("crds", "enabled"), True),
+    ("cert-manager", ("crds", "enabled"), True),
+    ("cert-manager", ("crds", "keep"), True),
+    ("ai-gateway", ("controller", "logRequestHeaderAttributes"), "x-fleetgate-caller:caller"),
+    ("envoy-gateway", ("config", "envoyGateway", "extensionApis", "enableBackend"), True),
+    (
+        "envoy-gateway",
+        ("config", "envoyGateway", "extensionManager", "service", "fqdn"),
+        {
+            "hostname": "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local",
+            "port": 1063,
+        },
+    ),
+    (
+        "envoy-gateway",
+        ("config", "envoyGateway", "extensionManager", "backendResources"),
+        [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}],
+    ),
+    (
+        "envoy-gateway",
+        ("config", "envoyGateway", "extensionManager", "hooks", "xdsTranslator", "post"),
+        ["Translation", "Cluster", "Route"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "path", "want"), VALUES, ids=[f"{v[0]}:{'.'.join(v[1])}" for v in VALUES]
+)
+def test_release_values(installed: list[Any], key: str, path: tuple[str, ...], want: Any) -> None:
+    value = installed[-1].desired[stack.release_key(key)]["spec"]["forProvider"]["values"]
+    for part in path:
+        value = value[part]
+    assert value == want
+
+
+ORDER = [
+    # what, must be Ready before it is first composed
+    ("release-cert-manager", ["namespace"]),
+    ("release-trust-manager", ["release-cert-manager", "selfsigned-issuer"]),
+    ("release-envoy-gateway", [*stack.gaie_crd_manifests()]),
+    ("release-ai-gateway", ["release-ai-gateway-crds", "release-envoy-gateway"]),
+    ("gateway-class", ["release-envoy-gateway"]),
+    ("selfsigned-issuer", ["release-cert-manager"]),
+    ("ca-bundle", ["release-trust-manager"]),
+    ("client-validation", ["release-envoy-gateway"]),
+    ("gateway", ["gateway-class"]),
+    *((key, ["namespace"]) for key in stack.gaie_crd_manifests()),
+]
+
+
+@pytest.mark.parametrize(("key", "after"), ORDER, ids=[o[0] for o in ORDER])
+def test_each_component_is_created_only_once_its_prerequisites_are_ready(
+    installed: list[Any], key: str, after: list[str]
+) -> None:
+    first = {
+        k: next(i for i, o in enumerate(installed) if k in o.desired) for k in installed[-1].desired
+    }
+    for dep in after:
+        assert first[dep] < first[key], f"{key} composed before {dep} was ready"
+
+
+def test_created_components_stay_when_a_prerequisite_flickers(installed: list[Any]) -> None:
+    world = cluster_side()
+    seen = observe(installed[-1].desired, remote=world, ready=lambda n: n != "release-cert-manager")
+    out = run(compose, request(INSTALL, required=gateways("public"), observed=seen))
+    assert set(out.desired) == set(installed[-1].desired)
+    assert out.conditions["StackReady"][:2] == ("False", "Installing")
+    assert "release-cert-manager (installing)" in out.conditions["StackReady"][2]
+
+
+def test_stack_ready_once_every_component_is(installed: list[Any]) -> None:
+    assert installed[0].conditions["StackReady"][:2] == ("False", "Installing")
+    status, reason, message = installed[-1].conditions["StackReady"]
+    assert (status, reason) == ("True", "StackInstalled")
+    assert "cert-manager v1.21.1" in message
+    assert installed[-1].composite_ready == "READY_TRUE"
+
+
+def test_gateway_class_is_served_by_envoy_gateway(installed: list[Any]) -> None:
+    gc = manifest_of(installed[-1].desired["gateway-class"])
+    assert gc["metadata"]["name"] == "envoy"
+    assert gc["spec"] == {"controllerName": "gateway.envoyproxy.io/gatewayclass-controller"}
+
+
+def test_gaie_crds_are_the_pinned_upstream_files_without_status(installed: list[Any]) -> None:
+    upstream = {}
+    pinned = crds.fetch() / "gateway-api-inference-extension" / gaie_crds.VERSION
+    for path in sorted(pinned.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        crd.pop("status", None)
+        upstream[f"crd-{crd['metadata']['name']}"] = crd
+    assert len(upstream) == 3
+    for key, crd in upstream.items():
+        obj = installed[-1].desired[key]
+        assert manifest_of(obj) == {
+            **crd,
+            "metadata": {
+                **crd["metadata"],
+                "labels": {
+                    "app.kubernetes.io/managed-by": "fleetgate",
+                    "fleetgate.dev/cluster": "eu-west",
+                },
+            },
+        }
+        assert "Delete" not in obj["spec"]["managementPolicies"], "CRDs outlive the cluster's XR"
+
+
+def test_without_install_nothing_of_the_stack_is_composed() -> None:
+    out = settle(cluster_xr(), gateways("public"), remote=cluster_side())[-1]
+    assert not [k for k in out.desired if k.startswith(("release-", "crd-", "gateway-class"))]
+    assert "helm-provider-config" not in out.desired
+    assert "StackReady" not in out.conditions

@@ -1,0 +1,126 @@
+"""Fixtures for the compose-inference-cluster tests: XRs, fleet gateways, and Crossplane's loop.
+
+``settle`` plays Crossplane and the providers: it feeds each pass's desired
+resources back as observed ones (Ready, with the remote object in
+``status.atProvider.manifest``) until nothing new is composed. Nothing here is
+a test; the tables live in the ``test_inference_cluster*`` modules.
+"""
+
+import copy
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from e2e import pki
+from fleetgate.inference_cluster.composer import compose
+from tests.support import Outcome, request, run
+
+CLUSTER = "eu-west"
+ADDRESS = "203.0.113.10"
+KUBECONFIG = "eu-west-kubeconfig"
+Resources = dict[str, dict[str, Any]]
+
+
+@cache
+def ca_pem(name: str) -> str:
+    """A real self-signed CA certificate (PEM), one per name, stable within a test run."""
+    return pki.ca(f"fleet gateway CA {name}").cert_pem.decode()
+
+
+def cluster_xr(name: str = CLUSTER, **spec: Any) -> dict[str, Any]:
+    spec.setdefault("credentials", {"secretRef": {"name": KUBECONFIG}})
+    return {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def gateway_xr(name: str, *, published: bool = True, pem: str | None = None) -> dict[str, Any]:
+    """An InferenceGateway as another function left it: with its client CA, or not yet."""
+    status: dict[str, Any] = {}
+    if published:
+        status["clientCACertificate"] = pem if pem is not None else ca_pem(name)
+    return {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "InferenceGateway",
+        "metadata": {"name": name},
+        "spec": {"clusterName": "gateways-home"},
+        "status": status,
+    }
+
+
+def manifest_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What lands on the cluster: an Object's manifest, else the resource itself."""
+    if obj.get("kind") == "Object":
+        return dict(obj["spec"]["forProvider"]["manifest"])
+    return dict(obj)
+
+
+def cluster_side(address: str | None = ADDRESS, cluster_ca: str | None = None) -> Resources:
+    """What controllers on the cluster add: the Gateway's address, trust-manager's CA copy."""
+    remote: Resources = {
+        "ca-published": {"data": {"ca.crt": cluster_ca or ca_pem("cluster")}},
+    }
+    if address is not None:
+        remote["gateway"] = {"status": {"addresses": [{"type": "IPAddress", "value": address}]}}
+    return remote
+
+
+def observe(
+    desired: Resources,
+    *,
+    remote: Resources | None = None,
+    ready: Callable[[str], bool] = lambda _: True,
+    previous: Resources | None = None,
+) -> Resources:
+    """Desired resources as Crossplane observes them once the providers acted."""
+    observed: Resources = {}
+    for name, obj in desired.items():
+        seen = copy.deepcopy(obj)
+        seen.setdefault("metadata", {}).setdefault("name", f"{CLUSTER}-{name}")
+        status: dict[str, Any] = {}
+        if seen.get("kind") == "Object":
+            remote_obj = copy.deepcopy(seen["spec"]["forProvider"]["manifest"])
+            for key, value in ((remote or {}).get(name) or {}).items():
+                remote_obj[key] = copy.deepcopy(value)
+            status["atProvider"] = {"manifest": remote_obj}
+        flag = "True" if ready(name) else "False"
+        status["conditions"] = [
+            {"type": "Ready", "status": flag, "reason": "Available" if ready(name) else "Creating"},
+            {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
+        ]
+        seen["status"] = status
+        observed[name] = seen
+    for name, obj in (previous or {}).items():
+        observed.setdefault(name, obj)
+    return observed
+
+
+def settle(
+    xr: dict[str, Any],
+    required: dict[str, list[dict[str, Any]]] | None,
+    *,
+    remote: Resources | None = None,
+    observed: Resources | None = None,
+    max_passes: int = 20,
+) -> list[Outcome]:
+    """Run passes, observing everything as ready, until the desired keys stop growing."""
+    outcomes: list[Outcome] = []
+    seen: Resources = observed or {}
+    for _ in range(max_passes):
+        out = run(compose, request(xr, required=required, observed=seen))
+        outcomes.append(out)
+        assert out.fatal == [], out.fatal
+        seen = observe(out.desired, remote=remote)
+        if len(outcomes) > 1 and set(out.desired) == set(outcomes[-2].desired):
+            return outcomes
+    raise AssertionError("the cluster never settled")
+
+
+def gateways(*names: str, unpublished: tuple[str, ...] = ()) -> dict[str, list[dict[str, Any]]]:
+    """The ``gateways`` requirement resolved to these InferenceGateways."""
+    items = [gateway_xr(n) for n in names]
+    items += [gateway_xr(n, published=False) for n in unpublished]
+    return {"gateways": items}
