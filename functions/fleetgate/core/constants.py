@@ -18,3 +18,12 @@ LABEL_CLUSTER: Final = f"{LABEL_PREFIX}cluster"
 LABEL_DEPLOYMENT: Final = f"{LABEL_PREFIX}deployment"
 
 OBJECT_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
+
+# Envoy AI Gateway writes per-request token counts into dynamic metadata under
+# this namespace, at the keys a route's llmRequestCosts declare. The route
+# (compose-model-service) declares them; the usage record (the fleet
+# gateway's access log, compose-inference-gateway) reads them back.
+AI_GATEWAY_METADATA_NAMESPACE: Final = "io.envoy.ai_gateway"
+INPUT_TOKENS_KEY: Final = "llm_input_token"
+OUTPUT_TOKENS_KEY: Final = "llm_output_token"
+TOTAL_TOKENS_KEY: Final = "llm_total_token"

@@ -102,3 +102,15 @@ def gateway_client_certificate(gateway: str) -> str:
 def gateway_cluster_ca(gateway: str, cluster: str) -> str:
     """ConfigMap (on the gateway's cluster) holding ``cluster``'s CA, owned by the gateway."""
     return object_name("fleetgate-gw", gateway, "ca", cluster_label(cluster))
+
+
+def hashed_label(readable: str, *identity: str) -> str:
+    """A DNS label: ``readable`` sanitised and cut to fit, then a hash of ``identity``.
+
+    For names derived from several inputs. Joining parts with ``-`` is
+    ambiguous (``a-b`` + ``c`` reads like ``a`` + ``b-c``) and a readable part
+    may leave an input out, so the hash is always appended and covers the exact
+    tuple, joined by a character no Kubernetes name can hold.
+    """
+    readable = _NOT_LABEL_CHAR.sub("-", readable.lower()).strip("-")
+    return _with_hash(readable, "\x1f".join(identity), DNS_LABEL_MAX)

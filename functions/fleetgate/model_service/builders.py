@@ -1,0 +1,267 @@
+"""The Envoy AI Gateway objects that route one model name on one fleet gateway.
+
+Pure functions: typed inputs in, plain manifests out. Every remote name is
+derived from the service *and* the gateway (two gateways may share a cluster)
+and, per backend, the endpoint, so no two XRs ever compose the same remote
+object and a credential reaches only the gateways that route to it.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fleetgate.core.constants import (
+    CALLER_HEADER,
+    INPUT_TOKENS_KEY,
+    MODEL_HEADER,
+    OUTPUT_TOKENS_KEY,
+    SYSTEM_NAMESPACE,
+    TOTAL_TOKENS_KEY,
+)
+from fleetgate.core.models import CredentialRef
+from fleetgate.core.names import (
+    fleet_gateway,
+    gateway_client_certificate,
+    gateway_cluster_ca,
+    hashed_label,
+)
+from fleetgate.core.objects import Manifest, remote_object, secret_patch
+from fleetgate.model_service.selection import Planned, Routable, ServingGateway
+
+AI_GATEWAY: Final = "aigateway.envoyproxy.io"
+AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
+ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
+GATEWAY_API: Final = "gateway.networking.k8s.io"
+# The Secret key Envoy AI Gateway reads an API key from.
+API_KEY: Final = "apiKey"
+
+_LLM_REQUEST_COSTS: Final = (
+    (INPUT_TOKENS_KEY, "InputToken"),
+    (OUTPUT_TOKENS_KEY, "OutputToken"),
+    (TOTAL_TOKENS_KEY, "TotalToken"),
+)
+
+
+@dataclass(frozen=True)
+class Service:
+    """The ModelService being routed."""
+
+    namespace: str
+    name: str
+
+    @property
+    def model(self) -> str:
+        """The public model name: the contract with callers, never hashed."""
+        return f"{self.namespace}/{self.name}"
+
+
+# --- names -------------------------------------------------------------------
+
+
+def _remote_name(role: str, service: Service, gateway: str, *endpoint: str, tag: str = "") -> str:
+    readable = "-".join((service.namespace, service.name, *endpoint, *([tag] if tag else [])))
+    return hashed_label(readable, role, service.namespace, service.name, gateway, *endpoint)
+
+
+def route_name(service: Service, gateway: str) -> str:
+    return _remote_name("route", service, gateway)
+
+
+def backend_name(service: Service, gateway: str, endpoint: str) -> str:
+    """Shared by the Backend, AIServiceBackend and BackendSecurityPolicy (different kinds)."""
+    return _remote_name("backend", service, gateway, endpoint)
+
+
+def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
+    return _remote_name("apikey", service, gateway, endpoint, tag="apikey")
+
+
+# Composition resource names: gateway and endpoint names cannot hold "/", so
+# these never collide, and everything composed for a gateway shares a prefix.
+def gateway_prefix(gateway: str) -> str:
+    return f"{gateway}/"
+
+
+def route_key(gateway: str) -> str:
+    return f"{gateway}/route"
+
+
+def endpoint_key(gateway: str, endpoint: str, role: str) -> str:
+    return f"{gateway}/{endpoint}/{role}"
+
+
+# --- manifests -----------------------------------------------------------------
+
+
+def _manifest(api_version: str, kind: str, name: str, **body: Any) -> Manifest:
+    """A remote object in the system namespace of the gateway's cluster."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE},
+        **body,
+    }
+
+
+def route(service: Service, gateway: ServingGateway, planned: Sequence[Planned]) -> Manifest:
+    """The AIGatewayRoute: requests naming the model go to its backends by weight and priority."""
+    backend_refs = []
+    for plan in planned:
+        ref: dict[str, Any] = {
+            "name": backend_name(service, gateway.name, plan.endpoint.name),
+            "weight": plan.weight,
+            "priority": plan.level,
+        }
+        if plan.endpoint.model:
+            ref["modelNameOverride"] = plan.endpoint.model
+        backend_refs.append(ref)
+    return _manifest(
+        AI_GATEWAY_VERSION,
+        "AIGatewayRoute",
+        route_name(service, gateway.name),
+        spec={
+            "parentRefs": [
+                {"group": GATEWAY_API, "kind": "Gateway", "name": fleet_gateway(gateway.name)}
+            ],
+            "rules": [
+                {
+                    # Exact: only exact matches are listed by /v1/models.
+                    "matches": [
+                        {
+                            "headers": [
+                                {"type": "Exact", "name": MODEL_HEADER, "value": service.model}
+                            ]
+                        }
+                    ],
+                    "backendRefs": backend_refs,
+                    "timeouts": {"request": gateway.failover.request_timeout},
+                    # Resets a backend that stalls before its first byte, so a
+                    # retry can move on to the next priority.
+                    "streamIdleTimeout": gateway.failover.stream_idle_timeout,
+                }
+            ],
+            # Declaring the costs is also what makes the gateway ask a
+            # streaming backend for usage, so the usage record has tokens.
+            "llmRequestCosts": [
+                {"metadataKey": key, "type": type_} for key, type_ in _LLM_REQUEST_COSTS
+            ],
+        },
+    )
+
+
+def backend(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+    """Where the endpoint is: always by name (``fqdn``), never by address."""
+    origin = endpoint.origin
+    spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": origin.host, "port": origin.port}}]}
+    if origin.tls and endpoint.cluster is not None:
+        # Mutual TLS to the cluster gateway: its CA (a ConfigMap the gateway
+        # function keeps on this cluster) and this gateway's client certificate.
+        spec["tls"] = {
+            "caCertificateRefs": [
+                {
+                    "group": "",
+                    "kind": "ConfigMap",
+                    "name": gateway_cluster_ca(gateway, endpoint.cluster),
+                }
+            ],
+            "sni": origin.host,
+            "clientCertificateRef": {
+                "group": "",
+                "kind": "Secret",
+                "name": gateway_client_certificate(gateway),
+            },
+        }
+    elif origin.tls:
+        spec["tls"] = {"wellKnownCACertificates": "System", "sni": origin.host}
+    return _manifest(
+        f"{ENVOY_GATEWAY}/v1alpha1",
+        "Backend",
+        backend_name(service, gateway, endpoint.name),
+        spec=spec,
+    )
+
+
+def ai_service_backend(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+    """The API the endpoint speaks, over its Backend."""
+    name = backend_name(service, gateway, endpoint.name)
+    spec: dict[str, Any] = {
+        "schema": {"name": endpoint.schema, "prefix": endpoint.prefix},
+        "backendRef": {"group": ENVOY_GATEWAY, "kind": "Backend", "name": name},
+    }
+    if endpoint.cluster is None:
+        # Never tell a third party which tenant is calling.
+        spec["headerMutation"] = {"remove": [CALLER_HEADER]}
+    return _manifest(AI_GATEWAY_VERSION, "AIServiceBackend", name, spec=spec)
+
+
+def security_policy(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+    """The endpoint's API key, attached to its AIServiceBackend.
+
+    Anthropic reads the key from ``x-api-key``, everyone else from
+    ``Authorization``: the policy type picks the header.
+    """
+    name = backend_name(service, gateway, endpoint.name)
+    secret_ref = {"secretRef": {"name": api_key_name(service, gateway, endpoint.name)}}
+    spec: dict[str, Any]
+    if endpoint.schema == "Anthropic":
+        spec = {"type": "AnthropicAPIKey", "anthropicAPIKey": secret_ref}
+    else:
+        spec = {"type": "APIKey", "apiKey": secret_ref}
+    spec["targetRefs"] = [{"group": AI_GATEWAY, "kind": "AIServiceBackend", "name": name}]
+    return _manifest(AI_GATEWAY_VERSION, "BackendSecurityPolicy", name, spec=spec)
+
+
+def api_key_secret(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+    """The Secret the policy reads: no value here, provider-kubernetes patches it in."""
+    return _manifest("v1", "Secret", api_key_name(service, gateway, endpoint.name), type="Opaque")
+
+
+# --- per gateway ---------------------------------------------------------------
+
+
+def gateway_objects(
+    service: Service, gateway: ServingGateway, planned: Sequence[Planned]
+) -> dict[str, Manifest]:
+    """Every Object composed onto one gateway's cluster, by composition resource name."""
+    gw = gateway.name
+
+    def remote(manifest: Manifest) -> Manifest:
+        # Readiness follows the kind: each of these reports an Accepted condition.
+        return remote_object(manifest=manifest, provider_config=gateway.provider_config)
+
+    objects = {route_key(gw): remote(route(service, gateway, planned))}
+    for plan in planned:
+        endpoint = plan.endpoint
+        objects[endpoint_key(gw, endpoint.name, "backend")] = remote(backend(service, gw, endpoint))
+        objects[endpoint_key(gw, endpoint.name, "ai-service-backend")] = remote(
+            ai_service_backend(service, gw, endpoint)
+        )
+        if endpoint.credential is not None:
+            objects[endpoint_key(gw, endpoint.name, "security-policy")] = remote(
+                security_policy(service, gw, endpoint)
+            )
+            objects[endpoint_key(gw, endpoint.name, "api-key")] = api_key_object(
+                service, gateway, endpoint, endpoint.credential
+            )
+    return objects
+
+
+def api_key_object(
+    service: Service, gateway: ServingGateway, endpoint: Routable, ref: CredentialRef
+) -> Manifest:
+    """The endpoint's credential, copied onto the gateway's cluster by provider-kubernetes.
+
+    ``patchesFrom`` reads the key from the endpoint's Secret on the control
+    plane at apply time, into the one key AI Gateway reads, so the value
+    never passes through this function or the desired state.
+    """
+    # A Secret has no status: the Object is ready once it exists.
+    return remote_object(
+        manifest=api_key_secret(service, gateway.name, endpoint),
+        provider_config=gateway.provider_config,
+        references=[
+            secret_patch(
+                secret=ref.name, namespace=service.namespace, key=ref.key, to_path=f"data.{API_KEY}"
+            )
+        ],
+    )

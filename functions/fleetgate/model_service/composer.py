@@ -1,0 +1,277 @@
+"""A ModelService routes its model name on every fleet gateway that selects it.
+
+Per serving gateway: one AIGatewayRoute matching the model name, and per
+routable endpoint a Backend, an AIServiceBackend and, with a credential, a
+BackendSecurityPolicy plus the projected Secret. RoutingReady is True only
+once every gateway that selects the service has accepted its route.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from fleetgate.core.constants import API_VERSION
+from fleetgate.core.errors import InputError
+from fleetgate.core.function import Reconcile, Selector
+from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
+from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.model_service.builders import Service, gateway_objects, gateway_prefix, route_key
+from fleetgate.model_service.selection import (
+    PendingGateway,
+    Screening,
+    SelectedEndpoint,
+    ServingGateway,
+    cap_backends,
+    check_credentials,
+    plan_route,
+    screen_endpoints,
+    sort_gateways,
+    wanted_credentials,
+)
+
+CONDITION = "RoutingReady"
+GATEWAYS = "gateways"
+CLUSTERS = "clusters"
+
+
+@dataclass(frozen=True)
+class ByLabels(Selector):
+    """Objects of a kind carrying ``labels``; no labels: every object of the kind.
+
+    ``Selector`` with no labels leaves the request's ``match`` unset (an empty
+    label map does not mark it present): Crossplane refuses such a selector
+    and ``crossplane render`` matches nothing. An explicitly present, empty
+    ``matchLabels`` is what matches every object.
+    """
+
+    def to_proto(self) -> fnv1.ResourceSelector:
+        sel = super().to_proto()
+        sel.match_labels.SetInParent()
+        return sel
+
+
+def endpoints_key(index: int) -> str:
+    return f"endpoints-{index}"
+
+
+def credential_key(secret: str) -> str:
+    return f"credential-{secret}"
+
+
+def compose(rec: Reconcile) -> None:
+    xr = rec.composite(ModelService)
+    service = Service(_namespace(xr), xr.metadata.name)
+    rec.set_status(model=service.model)
+    inputs = _require_inputs(rec, xr, service)
+    if inputs is None:
+        return
+    screening = _screen_endpoints(rec, xr, service, inputs)
+    if screening is None:
+        return
+    serving, pending = sort_gateways(inputs.gateways, inputs.clusters, xr.metadata.labels)
+    if not _anything_to_route(rec, screening, serving, pending, len(inputs.gateways)):
+        return
+    _compose_routes(rec, service, serving, pending, screening)
+    _report(rec, serving, pending, screening)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    gateways: list[InferenceGateway]
+    clusters: dict[str, InferenceCluster]
+    matched: list[list[SelectedEndpoint]]
+
+
+def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Inputs | None:
+    """Gateways, clusters and each entry's endpoints; None (and waiting) until all resolve."""
+    gateways = rec.require_all(
+        GATEWAYS, ByLabels(API_VERSION, "InferenceGateway"), InferenceGateway
+    )
+    clusters = rec.require_all(
+        CLUSTERS, ByLabels(API_VERSION, "InferenceCluster"), InferenceCluster
+    )
+    matched = [
+        rec.require_all(
+            endpoints_key(i),
+            ByLabels(
+                API_VERSION,
+                "ModelEndpoint",
+                labels=dict(entry.selector.match_labels),
+                namespace=service.namespace,
+            ),
+            SelectedEndpoint,
+        )
+        for i, entry in enumerate(xr.spec.endpoints)
+    ]
+    waiting = [] if gateways is not None else ["InferenceGateways"]
+    waiting += [] if clusters is not None else ["InferenceClusters"]
+    entries = [str(i) for i, found in enumerate(matched) if found is None]
+    if entries:
+        waiting.append(f"the ModelEndpoints of spec.endpoints[{', '.join(entries)}]")
+    if gateways is None or clusters is None or waiting:
+        _wait(rec, waiting)
+        return None
+    return Inputs(
+        gateways, {c.metadata.name: c for c in clusters}, [found or [] for found in matched]
+    )
+
+
+def _screen_endpoints(
+    rec: Reconcile, xr: ModelService, service: Service, inputs: Inputs
+) -> Screening | None:
+    """Sort the selected endpoints; None (and waiting) while a credential is unresolved.
+
+    Credentials are required only for endpoints that passed every other
+    check, so no Secret is read that would not be routed to.
+    """
+    screening = screen_endpoints(xr.spec.endpoints, inputs.matched, inputs.clusters)
+    secrets = {
+        name: rec.require(
+            credential_key(name), Selector("v1", "Secret", name=name, namespace=service.namespace)
+        )
+        for name in wanted_credentials(screening.routable)
+    }
+    unresolved = [f"Secret {service.namespace}/{n}" for n, got in secrets.items() if got is None]
+    if unresolved:
+        _wait(rec, unresolved)
+        return None
+    check_credentials(
+        screening,
+        {name: found[0] if found else None for name, found in secrets.items()},
+        service.namespace,
+    )
+    cap_backends(screening)
+    for name, why in screening.left_out.items():
+        rec.warning(
+            f"ModelEndpoint {service.namespace}/{name} left out of the route: {why}",
+            "EndpointLeftOut",
+        )
+    rec.set_status(endpoints={"total": screening.total, "ready": len(screening.routable)})
+    return screening
+
+
+def _anything_to_route(
+    rec: Reconcile,
+    screening: Screening,
+    serving: Sequence[ServingGateway],
+    pending: Sequence[PendingGateway],
+    gateways: int,
+) -> bool:
+    """False (and why) when there is no backend or no gateway: a route needs both."""
+    if not screening.routable:
+        _not_routed(rec, "NoReadyEndpoints", _no_endpoints_message(screening))
+        return False
+    if not serving and not pending:
+        _not_routed(
+            rec,
+            "NoGatewaySelectsService",
+            f"none of the {gateways} InferenceGateways selects this service",
+        )
+        return False
+    return True
+
+
+def _compose_routes(
+    rec: Reconcile,
+    service: Service,
+    serving: Sequence[ServingGateway],
+    pending: Sequence[PendingGateway],
+    screening: Screening,
+) -> None:
+    """Every serving gateway gets the same plan; a pending one keeps what it had."""
+    planned = plan_route(screening.routable)
+    for gateway in serving:
+        for key, obj in gateway_objects(service, gateway, planned).items():
+            rec.compose(key, obj, ready=is_ready(rec.observed(key)))
+    for waiting in pending:
+        rec.warning(
+            f"InferenceGateway {waiting.name} selects this service but cannot serve it yet: "
+            f"{waiting.why}",
+            "GatewayPending",
+        )
+        _keep_gateway(rec, waiting.name)
+    rec.set_status(gateways=[_gateway_status(g) for g in serving])
+
+
+def _namespace(xr: ModelService) -> str:
+    if not xr.metadata.namespace:
+        raise InputError(f"invalid ModelService {xr.metadata.name}: metadata.namespace: required")
+    return xr.metadata.namespace
+
+
+def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
+    """An input is not resolved yet: change nothing, say what is awaited."""
+    for name in sorted(rec.req.observed.resources):
+        rec.keep(name)
+    # Status the function wrote before stays until it can be recomputed.
+    previous = rec.observed_composite.get("status") or {}
+    rec.set_status(**{k: previous[k] for k in ("gateways", "endpoints") if k in previous})
+    rec.condition(
+        CONDITION,
+        "False",
+        "WaitingForResources",
+        f"waiting for Crossplane to resolve {', '.join(waiting)}",
+    )
+    rec.set_ready(False)
+
+
+def _keep_gateway(rec: Reconcile, gateway: str) -> None:
+    prefix = gateway_prefix(gateway)
+    for name in sorted(rec.req.observed.resources):
+        if name.startswith(prefix):
+            rec.keep(name)
+
+
+def _no_endpoints_message(screening: Screening) -> str:
+    if screening.total == 0:
+        return "no ModelEndpoint matches any of spec.endpoints[]"
+    causes = ", ".join(f"{n} {cause}" for cause, n in screening.causes.items())
+    return f"none of the {screening.total} selected ModelEndpoints can be routed ({causes})"
+
+
+def _not_routed(rec: Reconcile, reason: str, message: str) -> None:
+    rec.set_status(gateways=[])
+    rec.condition(CONDITION, "False", reason, message)
+    rec.warning(f"not routed: {message}", reason)
+    rec.set_ready(False)
+
+
+def _gateway_status(gateway: ServingGateway) -> dict[str, str]:
+    status = {"name": gateway.name}
+    if gateway.open_ai:
+        status["openAI"] = gateway.open_ai
+    return status
+
+
+def _route_pending(rec: Reconcile, gateway: str) -> str | None:
+    """Why the gateway's route is not accepted yet, or None once it is."""
+    observed = rec.observed(route_key(gateway))
+    if is_ready(observed):
+        return None
+    remote = remote_manifest(observed)
+    if has_condition(remote, "Accepted", "False"):
+        conditions = (remote or {}).get("status", {}).get("conditions", [])
+        refusal = next(c for c in conditions if c.get("type") == "Accepted")
+        return f"route not accepted: {refusal.get('message') or refusal.get('reason')}"
+    return "route not accepted yet"
+
+
+def _report(
+    rec: Reconcile,
+    serving: Sequence[ServingGateway],
+    pending: Sequence[PendingGateway],
+    screening: Screening,
+) -> None:
+    routes = {g.name: _route_pending(rec, g.name) for g in serving}
+    waiting = [f"{g.name} ({g.why})" for g in pending]
+    waiting += [f"{name} ({why})" for name, why in routes.items() if why]
+    routed = f"{len(screening.routable)} of {screening.total} endpoints usable"
+    if not waiting:
+        names = ", ".join(routes)
+        rec.condition(CONDITION, "True", "RoutesAccepted", f"accepted on {names}; {routed}")
+        rec.set_ready(True)
+        return
+    reason = "WaitingForGateways" if pending else "WaitingForRoutes"
+    rec.condition(CONDITION, "False", reason, f"pending on {'; '.join(waiting)}; {routed}")
+    rec.set_ready(False)

@@ -1,0 +1,296 @@
+"""Who routes the service, and to what: gateways and endpoints, sorted into usable or not.
+
+Pure functions of the typed required resources. Every gateway that selects the
+service is either serving or pending with a reason, and every selected
+endpoint is either routable or left out with a reason: nothing is skipped
+without a word.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from fleetgate.core.constants import LABEL_CLUSTER
+from fleetgate.core.models import (
+    Condition,
+    CredentialRef,
+    Failover,
+    InferenceCluster,
+    InferenceGateway,
+    Model,
+    ModelEndpoint,
+    ServiceEndpointEntry,
+)
+from fleetgate.model_service.origin import Origin, OriginError, parse_origin
+from fleetgate.model_service.weights import renumber, tier_weights
+
+ENDPOINT_READY = "EndpointReady"
+# AIGatewayRoute caps a rule's backendRefs at 128.
+ROUTE_BACKENDS_MAX = 128
+
+
+# --- inputs ------------------------------------------------------------------
+
+
+class EndpointStatus(Model):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class SelectedEndpoint(ModelEndpoint):
+    """A ModelEndpoint as required: the spec, and the status compose-model-endpoint wrote."""
+
+    status: EndpointStatus = EndpointStatus()
+
+    @property
+    def ready(self) -> Condition | None:
+        return next((c for c in self.status.conditions if c.type == ENDPOINT_READY), None)
+
+
+# --- gateways ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServingGateway:
+    name: str
+    provider_config: str
+    failover: Failover
+    open_ai: str | None
+
+
+@dataclass(frozen=True)
+class PendingGateway:
+    name: str
+    why: str
+
+
+def selects(gateway: InferenceGateway, service_labels: Mapping[str, str]) -> bool:
+    """Whether the gateway's serviceSelector matches; no selector serves every service."""
+    selector = gateway.spec.service_selector
+    if selector is None:
+        return True
+    return all(service_labels.get(k) == v for k, v in selector.match_labels.items())
+
+
+def sort_gateways(
+    gateways: Sequence[InferenceGateway],
+    clusters: Mapping[str, InferenceCluster],
+    service_labels: Mapping[str, str],
+) -> tuple[list[ServingGateway], list[PendingGateway]]:
+    """The gateways selecting the service, by name: serving, or pending with a reason."""
+    serving, pending = [], []
+    for gateway in sorted(gateways, key=lambda g: g.metadata.name):
+        if not selects(gateway, service_labels):
+            continue
+        name, cluster_name = gateway.metadata.name, gateway.spec.cluster_name
+        cluster = clusters.get(cluster_name)
+        provider_config = cluster.status.provider_config_ref.name if cluster else None
+        if cluster is None:
+            pending.append(PendingGateway(name, f"its InferenceCluster {cluster_name} not found"))
+        elif not provider_config:
+            pending.append(
+                PendingGateway(name, f"its InferenceCluster {cluster_name} has no ProviderConfig")
+            )
+        elif not gateway.status.client_ca_certificate:
+            # Backends to fleet-hosted endpoints present the gateway's client
+            # certificate; until its CA is published that Secret may not
+            # exist, and Envoy Gateway fails such a Backend closed.
+            pending.append(PendingGateway(name, "its client CA is not published yet"))
+        else:
+            serving.append(
+                ServingGateway(
+                    name, provider_config, gateway.spec.failover, gateway.status.endpoints.open_ai
+                )
+            )
+    return serving, pending
+
+
+# --- endpoints ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Routable:
+    """An endpoint going into the route, with what its backend objects need."""
+
+    name: str
+    entry: int
+    weight: int
+    priority: int
+    origin: Origin
+    schema: str
+    prefix: str
+    model: str | None
+    credential: CredentialRef | None
+    cluster: str | None  # set for a fleet-hosted endpoint: mutual TLS to that cluster
+
+
+@dataclass
+class Screening:
+    """The outcome of sorting every selected endpoint."""
+
+    total: int = 0
+    routable: list[Routable] = field(default_factory=list)
+    # endpoint name → why it is left out, in selection order
+    left_out: dict[str, str] = field(default_factory=dict)
+    # cause → how many endpoints it left out, for the condition message
+    causes: dict[str, int] = field(default_factory=dict)
+
+    def leave_out(self, name: str, cause: str, detail: str) -> None:
+        self.left_out[name] = f"{cause}: {detail}" if detail else cause
+        self.causes[cause] = self.causes.get(cause, 0) + 1
+
+
+NOT_READY = "not ready"
+BAD_ORIGIN = "origin refused"
+NO_CLUSTER_CA = "no cluster CA"
+NO_CREDENTIAL = "credential missing"
+ROUTE_FULL = "route full"
+
+
+def screen_endpoints(
+    entries: Sequence[ServiceEndpointEntry],
+    matched: Sequence[Sequence[SelectedEndpoint]],
+    clusters: Mapping[str, InferenceCluster],
+) -> Screening:
+    """Sort the endpoints every entry matched into routable and left out (credentials aside).
+
+    An endpoint matched by two entries belongs to the first, so a canary
+    entry and a catch-all never count one backend twice. Within an entry,
+    endpoints are taken by name so the result never depends on the order
+    Crossplane lists them in.
+    """
+    screening = Screening()
+    seen: set[str] = set()
+    for index, (entry, endpoints) in enumerate(zip(entries, matched, strict=True)):
+        for endpoint in sorted(endpoints, key=lambda e: e.metadata.name):
+            name = endpoint.metadata.name
+            if name in seen:
+                continue
+            seen.add(name)
+            screening.total += 1
+            _screen(screening, index, entry, endpoint, clusters)
+    return screening
+
+
+def _screen(
+    screening: Screening,
+    index: int,
+    entry: ServiceEndpointEntry,
+    endpoint: SelectedEndpoint,
+    clusters: Mapping[str, InferenceCluster],
+) -> None:
+    name = endpoint.metadata.name
+    ready = endpoint.ready
+    if ready is None or ready.status != "True":
+        detail = f"{ENDPOINT_READY} is {ready.status} ({ready.reason})" if ready else ""
+        screening.leave_out(name, NOT_READY, detail or f"no {ENDPOINT_READY} condition yet")
+        return
+    try:
+        origin = parse_origin(endpoint.spec.origin)
+    except OriginError as err:
+        screening.leave_out(name, BAD_ORIGIN, str(err))
+        return
+    cluster = endpoint.metadata.labels.get(LABEL_CLUSTER)
+    if cluster is not None:
+        problem = _fleet_hop_problem(origin, cluster, clusters)
+        if problem:
+            screening.leave_out(name, *problem)
+            return
+    spec = endpoint.spec
+    screening.routable.append(
+        Routable(
+            name=name,
+            entry=index,
+            weight=entry.weight,
+            priority=entry.priority,
+            origin=origin,
+            schema=spec.api.schema_,
+            prefix=spec.api.prefix,
+            model=spec.model,
+            credential=spec.credential_ref,
+            cluster=cluster,
+        )
+    )
+
+
+def _fleet_hop_problem(
+    origin: Origin, cluster: str, clusters: Mapping[str, InferenceCluster]
+) -> tuple[str, str] | None:
+    """Why a fleet-hosted endpoint cannot get a mutually authenticated hop (cause, detail)."""
+    if not origin.tls:
+        # The cluster gateway serves HTTPS with client validation only.
+        return BAD_ORIGIN, "a fleet-hosted endpoint must use https"
+    found = clusters.get(cluster)
+    if found is None:
+        return NO_CLUSTER_CA, f"its InferenceCluster {cluster} not found"
+    if not found.status.gateway.ca_certificate:
+        return NO_CLUSTER_CA, f"its InferenceCluster {cluster} has not published its CA"
+    return None
+
+
+def wanted_credentials(routable: Sequence[Routable]) -> list[str]:
+    """Names of the Secrets the routable endpoints' credentials live in, sorted."""
+    return sorted({r.credential.name for r in routable if r.credential is not None})
+
+
+def check_credentials(
+    screening: Screening, secrets: Mapping[str, dict[str, Any] | None], namespace: str
+) -> None:
+    """Leave out endpoints whose Secret or key is missing (``secrets[name]`` None = absent).
+
+    Only the presence of the key is read: its value moves with patchesFrom.
+    """
+    keep = []
+    for routable in screening.routable:
+        ref = routable.credential
+        if ref is not None:
+            secret = secrets.get(ref.name)
+            where = f"Secret {namespace}/{ref.name}"
+            if secret is None:
+                screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} does not exist")
+                continue
+            keys = (secret.get("data") or {}) | (secret.get("stringData") or {})
+            if ref.key not in keys:
+                screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} has no key {ref.key!r}")
+                continue
+        keep.append(routable)
+    screening.routable = keep
+
+
+def cap_backends(screening: Screening, limit: int = ROUTE_BACKENDS_MAX) -> None:
+    """Keep the most preferred ``limit`` endpoints: a rule holds at most that many backends."""
+    ordered = sorted(screening.routable, key=lambda r: (r.priority, r.entry, r.name))
+    for routable in ordered[limit:]:
+        screening.leave_out(
+            routable.name, ROUTE_FULL, f"a route holds at most {limit} backends (priority first)"
+        )
+    screening.routable = ordered[:limit]
+
+
+# --- the route's arithmetic ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One backendRef of the route: the endpoint, its weight and its priority level."""
+
+    endpoint: Routable
+    weight: int
+    level: int
+
+
+def plan_route(routable: Sequence[Routable]) -> list[Planned]:
+    """Weights within each tier and gap-free levels, ordered by level, entry and name."""
+    levels = renumber(r.priority for r in routable)
+    ordered = sorted(routable, key=lambda r: (r.priority, r.entry, r.name))
+    planned = []
+    for priority in sorted(levels):
+        tier = [r for r in ordered if r.priority == priority]
+        groups = [
+            [r for r in tier if r.entry == entry] for entry in sorted({r.entry for r in tier})
+        ]
+        weights = tier_weights([(group[0].weight, len(group)) for group in groups])
+        members = [r for group in groups for r in group]
+        planned += [Planned(r, w, levels[priority]) for r, w in zip(members, weights, strict=True)]
+    return planned
