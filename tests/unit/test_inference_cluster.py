@@ -376,7 +376,10 @@ def test_unresolved_gateways_keep_what_was_composed() -> None:
     assert set(transient.desired) == set(done.desired)
     for key in TRUST_KEYS | {"gateway"}:
         assert manifest_of(transient.desired[key]) == manifest_of(done.desired[key]), key
-    assert transient.requirements["gateways"].kind == "InferenceGateway"
+    sel = transient.requirements["gateways"]
+    assert (sel.api_version, sel.kind) == ("fleetgate.dev/v1alpha1", "InferenceGateway")
+    assert sel.WhichOneof("match") == "match_labels", "every gateway, not none"
+    assert dict(sel.match_labels.labels) == {}
     assert transient.conditions["Schedulable"][:2] == ("False", "WaitingForFleetGateways")
     assert "hostname" not in transient.composite["status"]["gateway"]
 
