@@ -1,4 +1,4 @@
-"""Selectors for required resources beyond one object by name."""
+"""Requirement selectors beyond ``function.Selector``'s by-name and by-labels forms."""
 
 from dataclasses import dataclass
 
@@ -9,16 +9,21 @@ from fleetgate.core.function import Selector
 
 @dataclass(frozen=True)
 class Every(Selector):
-    """Every object of a kind (cluster-scoped, or in ``namespace``).
+    """Every object of a kind (in ``namespace`` if set, else cluster-wide).
 
-    ``Selector`` without labels leaves the request's ``match`` unset, because
+    ``Selector`` with no labels leaves the selector's ``match`` unset, because
     an empty label map does not mark the field present: Crossplane refuses
-    such a selector and ``crossplane render`` matches nothing. An explicitly
-    present, empty ``matchLabels`` is what selects every object.
+    such a selector and ``crossplane render`` resolves it to nothing. An
+    explicitly present, empty ``matchLabels`` matches every object.
     """
 
     def to_proto(self) -> fnv1.ResourceSelector:
         sel = super().to_proto()
+        # match is a oneof: marking matchLabels present would drop a matchName.
         if self.name is None:
             sel.match_labels.SetInParent()
         return sel
+
+
+# Both names are in use across the functions; one class behind them.
+EveryObject = Every

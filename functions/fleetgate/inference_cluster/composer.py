@@ -144,7 +144,7 @@ def install_stack(progress: Progress, site: Site) -> None:
 
 def stack_keys() -> list[str]:
     return [
-        *stack.gaie_crd_manifests(),
+        *stack.crd_keys(),
         *(stack.release_key(c.key) for c in stack.CHARTS),
         GATEWAY_CLASS,
     ]

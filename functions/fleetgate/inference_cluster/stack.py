@@ -9,6 +9,7 @@ again because a prerequisite flickers.
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Final
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
@@ -199,6 +200,12 @@ def gaie_crd_manifests() -> dict[str, Manifest]:
         crd["metadata"].pop("creationTimestamp", None)
         manifests[crd_key(crd["metadata"]["name"])] = crd
     return dict(sorted(manifests.items()))
+
+
+@cache
+def crd_keys() -> tuple[str, ...]:
+    """Composition names of the CRD Objects, without building their manifests."""
+    return tuple(gaie_crd_manifests())
 
 
 CRD_READY: Final = condition_query("Established")
