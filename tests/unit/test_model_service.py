@@ -2,6 +2,7 @@
 
 import base64
 import copy
+import json
 import random
 from typing import Any
 
@@ -27,6 +28,8 @@ API_KEY_VALUE = "sk-live-do-not-leak-0123456789"
 SVC = Service(NS, "chat")
 CLUSTER_CA = ca("eu-1 cluster CA").cert_pem.decode()
 CLIENT_CA = ca("public gateway client CA").cert_pem.decode()
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 Required = dict[str, list[dict[str, Any]]]
 
@@ -210,22 +213,30 @@ def as_observed(out: Outcome, *, accepted: bool = True) -> dict[str, dict[str, A
 
     Every Object reports the remote object in ``status.atProvider.manifest``;
     with ``accepted`` the remote controllers have accepted everything and the
-    Objects are Ready. A Secret comes back with its value (as provider-kubernetes
-    copies it without --sanitize-secrets), which the function must never echo.
+    Objects are Ready. A Secret comes back carrying its value the way
+    provider-kubernetes leaves it: patched into the Object's own
+    ``spec.forProvider.manifest`` and last-applied annotation
+    (crossplane-contrib/provider-kubernetes#223) and, without
+    --sanitize-secrets, its status. The function must never echo it.
     """
     observed = {}
     for key, desired in out.desired.items():
         obj = copy.deepcopy(desired)
         remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
         if remote["kind"] == "Secret":
-            remote["data"] = {"apiKey": base64.b64encode(API_KEY_VALUE.encode()).decode()}
+            data = {"apiKey": base64.b64encode(API_KEY_VALUE.encode()).decode()}
+            remote["data"] = data
+            obj["spec"]["forProvider"]["manifest"]["data"] = dict(data)
+            obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(remote)}
         else:
             status = "True" if accepted else "False"
             remote["status"] = {
                 "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
             }
         ready = "True" if accepted or remote["kind"] == "Secret" else "False"
-        obj["metadata"]["annotations"] = {"crossplane.io/composition-resource-name": key}
+        obj["metadata"].setdefault("annotations", {})["crossplane.io/composition-resource-name"] = (
+            key
+        )
         obj["status"] = {
             "atProvider": {"manifest": remote},
             "conditions": [
@@ -886,17 +897,42 @@ def test_a_gateway_that_loses_its_prerequisites_keeps_what_it_had() -> None:
 # --- invariants ------------------------------------------------------------------------
 
 
-def test_no_secret_value_anywhere_in_the_response() -> None:
+def _pending_fleet() -> Required:
+    required = canary_fleet()
+    required["gateways"] = [gateway(client_ca=None)]
+    return required
+
+
+SECRET_PASSES: list[tuple[str, Required, bool]] = [
+    # name, required resources, whether the credential's Object is (still) composed
+    ("composed afresh", canary_fleet(), True),
+    ("kept while an input is unresolved", fleet([third_party("openai")]), True),
+    ("kept by a pending gateway", _pending_fleet(), True),
+    (
+        "key missing",
+        canary_fleet(**{"credential-openai": [secret("openai", NS, {"x": "y"})]}),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("required", "api_key_object"),
+    [c[1:] for c in SECRET_PASSES],
+    ids=[c[0] for c in SECRET_PASSES],
+)
+def test_no_secret_value_anywhere_in_the_response(required: Required, api_key_object: bool) -> None:
     composed = run(compose, request(CANARY, required=canary_fleet()))
-    for required in (
-        canary_fleet(),
-        fleet([third_party("openai", credentialRef={"name": "openai", "key": "nope"})]),
-    ):
-        out = run(compose, request(CANARY, required=required, observed=as_observed(composed)))
-        wire = out.rsp.SerializeToString()
-        for needle in (API_KEY_VALUE, base64.b64encode(API_KEY_VALUE.encode()).decode()):
-            assert needle.encode() not in wire
-            assert needle not in str(out.rsp)
+    observed = as_observed(composed)
+    needles = (API_KEY_VALUE, base64.b64encode(API_KEY_VALUE.encode()).decode())
+    assert any(n in str(observed) for n in needles), "the observed state does carry the value"
+    out = run(compose, request(CANARY, required=required, observed=observed))
+    assert out.fatal == []
+    assert any(key.endswith("/api-key") for key in out.desired) == api_key_object
+    wire = out.rsp.SerializeToString()
+    for needle in needles:
+        assert needle.encode() not in wire
+        assert needle not in str(out.rsp)
 
 
 def test_same_inputs_same_output_whatever_the_order() -> None:

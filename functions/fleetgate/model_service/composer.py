@@ -9,6 +9,7 @@ once every gateway that selects the service has accepted its route.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.constants import API_VERSION
@@ -31,6 +32,7 @@ from fleetgate.model_service.selection import (
 )
 
 CONDITION = "RoutingReady"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 GATEWAYS = "gateways"
 CLUSTERS = "clusters"
 
@@ -202,8 +204,7 @@ def _namespace(xr: ModelService) -> str:
 
 def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     """An input is not resolved yet: change nothing, say what is awaited."""
-    for name in sorted(rec.req.observed.resources):
-        rec.keep(name)
+    _keep(rec, sorted(rec.req.observed.resources))
     # Status the function wrote before stays until it can be recomputed.
     previous = rec.observed_composite.get("status") or {}
     rec.set_status(**{k: previous[k] for k in ("gateways", "endpoints") if k in previous})
@@ -218,9 +219,28 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
 
 def _keep_gateway(rec: Reconcile, gateway: str) -> None:
     prefix = gateway_prefix(gateway)
-    for name in sorted(rec.req.observed.resources):
-        if name.startswith(prefix):
-            rec.keep(name)
+    _keep(rec, sorted(n for n in rec.req.observed.resources if n.startswith(prefix)))
+
+
+def _keep(rec: Reconcile, names: Sequence[str]) -> None:
+    """Carry observed Objects over, the projected API keys without their values.
+
+    provider-kubernetes writes what it patched in from ``references`` back
+    into the Object's own manifest and last-applied annotation
+    (crossplane-contrib/provider-kubernetes#223): kept verbatim, the key
+    would land in the desired state. Without it the Object is what this
+    function composed, and the provider patches the value in again.
+    """
+    for name in names:
+        rec.keep(name)
+        obj = resource.struct_to_dict(rec.rsp.desired.resources[name].resource)
+        manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest") or {}
+        if manifest.get("kind") == "Secret":
+            manifest.pop("data", None)
+            manifest.pop("stringData", None)
+            for meta in (obj.get("metadata") or {}, manifest.get("metadata") or {}):
+                (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
+            rec.compose(name, obj)
 
 
 def _no_endpoints_message(screening: Screening) -> str:
