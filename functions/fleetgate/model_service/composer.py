@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crossplane.function import resource
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
 from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.core.selectors import Every
 from fleetgate.model_service.builders import Service, gateway_objects, gateway_prefix, route_key
 from fleetgate.model_service.selection import (
     PendingGateway,
@@ -35,22 +35,6 @@ CONDITION = "RoutingReady"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 GATEWAYS = "gateways"
 CLUSTERS = "clusters"
-
-
-@dataclass(frozen=True)
-class ByLabels(Selector):
-    """Objects of a kind carrying ``labels``; no labels: every object of the kind.
-
-    ``Selector`` with no labels leaves the request's ``match`` unset (an empty
-    label map does not mark it present): Crossplane refuses such a selector
-    and ``crossplane render`` matches nothing. An explicitly present, empty
-    ``matchLabels`` is what matches every object.
-    """
-
-    def to_proto(self) -> fnv1.ResourceSelector:
-        sel = super().to_proto()
-        sel.match_labels.SetInParent()
-        return sel
 
 
 def endpoints_key(index: int) -> str:
@@ -87,16 +71,12 @@ class Inputs:
 
 def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Inputs | None:
     """Gateways, clusters and each entry's endpoints; None (and waiting) until all resolve."""
-    gateways = rec.require_all(
-        GATEWAYS, ByLabels(API_VERSION, "InferenceGateway"), InferenceGateway
-    )
-    clusters = rec.require_all(
-        CLUSTERS, ByLabels(API_VERSION, "InferenceCluster"), InferenceCluster
-    )
+    gateways = rec.require_all(GATEWAYS, Every(API_VERSION, "InferenceGateway"), InferenceGateway)
+    clusters = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
     matched = [
         rec.require_all(
             endpoints_key(i),
-            ByLabels(
+            Every(
                 API_VERSION,
                 "ModelEndpoint",
                 labels=dict(entry.selector.match_labels),
