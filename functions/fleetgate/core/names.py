@@ -62,6 +62,24 @@ def common_name(*parts: str) -> str:
     return _with_hash(readable, raw, COMMON_NAME_MAX)
 
 
+_LABEL_VALUE_OK = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NOT_LABEL_VALUE_CHAR = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def label_value(raw: str) -> str:
+    """A Kubernetes label value (≤63, ``[-._A-Za-z0-9]``, alphanumeric at both ends) for ``raw``.
+
+    ``raw`` itself when it already is one, so selectors written by hand (e.g.
+    ``fleetgate.dev/deployment: qwen3``) keep matching; otherwise a sanitised
+    readable prefix and a hash of the raw string, so long names stay distinct.
+    """
+    if len(raw) <= DNS_LABEL_MAX and _LABEL_VALUE_OK.match(raw):
+        return raw
+    suffix = digest(raw)
+    head = _NOT_LABEL_VALUE_CHAR.sub("-", raw)[: DNS_LABEL_MAX - len(suffix) - 1].strip("-._")
+    return f"{head}-{suffix}" if head else suffix
+
+
 def cluster_label(cluster_name: str) -> str:
     """The DNS label fleet gateways know a cluster by.
 

@@ -1,0 +1,1 @@
+"""compose-model-deployment: place a model on the fleet, run it behind each cluster gateway."""

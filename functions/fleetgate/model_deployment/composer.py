@@ -1,0 +1,288 @@
+"""compose-model-deployment: place a model on the fleet and publish where it serves.
+
+The steps, in order:
+
+1. read the deployment and what it recorded last time (its placements);
+2. require every InferenceCluster and every ModelDeployment (for the GPUs
+   other deployments use);
+3. choose the engine and the serving provider;
+4. resolve the engine: served model name first in its env, its port;
+5. place the replicas on clusters;
+6. per placed cluster: the provider's workload and an HTTPRoute on the
+   cluster gateway, and, once that serves, a ModelEndpoint on the control
+   plane;
+7. report: status (placements, replicas), Scheduled, ReplicasReady, readiness.
+
+Whatever stops a step (a lookup not answered yet, no runnable choice) keeps
+everything composed before as it was, and says why.
+"""
+
+from dataclasses import dataclass
+
+from fleetgate.core import names
+from fleetgate.core.constants import (
+    API_VERSION,
+    LABEL_DEPLOYMENT,
+    LABEL_PREFIX,
+    SYSTEM_NAMESPACE,
+)
+from fleetgate.core.errors import InputError
+from fleetgate.core.function import Reconcile
+from fleetgate.core.models import InferenceCluster, ModelDeployment
+from fleetgate.core.objects import remote_object
+from fleetgate.core.observed import is_ready
+from fleetgate.core.selectors import Every
+from fleetgate.model_deployment import endpoints, engine, fleet, naming, placement, routing
+from fleetgate.model_deployment.providers import PROVIDERS
+from fleetgate.model_deployment.providers.base import EngineRun, Provider, RemotePart, Workload
+from fleetgate.model_deployment.selection import Choice, Unchosen, choose
+from fleetgate.model_deployment.state import DeploymentStatus, gpus_used_by_peers, own_status
+
+CLUSTERS = "clusters"
+DEPLOYMENTS = "deployments"
+SCHEDULED = "Scheduled"
+REPLICAS_READY = "ReplicasReady"
+ROUTE_PART = "route"
+ENDPOINT_PART = "endpoint"
+
+
+@dataclass(frozen=True)
+class Placed:
+    """How one placed cluster is doing after this pass."""
+
+    cluster: str
+    replicas: int
+    ready: int  # engine replicas ready
+    waiting: tuple[str, ...]  # what keeps its endpoint back, empty when published
+    endpoint_ready: bool
+
+
+def compose(rec: Reconcile) -> None:
+    md = rec.composite(ModelDeployment)
+    namespace, name = _identity(md)
+    previous = own_status(rec.observed_composite)
+    served = engine.served_model_name(namespace, name)
+    rec.set_status(servedModelName=served)
+
+    clusters = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
+    peers = rec.require(DEPLOYMENTS, Every(API_VERSION, "ModelDeployment"))
+
+    choice = choose(md.spec, previous, PROVIDERS)
+    if isinstance(choice, Unchosen):
+        _hold(rec, md, previous, choice)
+        return
+    rec.set_status(
+        engine={"type": choice.engine, "selectedReason": choice.engine_reason},
+        provider={"name": choice.provider, "selectedReason": choice.provider_reason},
+    )
+    if clusters is None or peers is None:
+        waiting = "waiting for Crossplane to look up InferenceClusters and ModelDeployments"
+        _hold(rec, md, previous, Unchosen("WaitingForClusters", waiting))
+        return
+
+    for warning in engine.served_name_warnings(md.spec.engine):
+        rec.warning(warning, "ServedModelName")
+    run = engine.resolve(md.spec.engine, choice.engine, served)
+
+    used, unreadable = gpus_used_by_peers(peers, namespace, name)
+    for problem in unreadable:
+        rec.warning(f"GPU use of {problem}", "PeerUnreadable")
+    by_name = {c.metadata.name: c for c in sorted(clusters, key=lambda c: c.metadata.name)}
+    views = [fleet.view(c, used.get(n, 0)) for n, c in by_name.items()]
+    plan = placement.place(
+        _request(md, choice), views, [(p.cluster, p.replicas) for p in previous.placements]
+    )
+
+    provider = PROVIDERS[choice.provider]
+    placed = [
+        _compose_cluster(
+            rec, md=md, cluster=by_name[cluster], provider=provider, run=run, replicas=replicas
+        )
+        for cluster, replicas in plan.placements
+    ]
+    _report(rec, md, plan, placed)
+
+
+def _identity(md: ModelDeployment) -> tuple[str, str]:
+    if not md.metadata.namespace:
+        raise InputError(
+            "invalid ModelDeployment: metadata.namespace: a ModelDeployment is namespaced"
+        )
+    return md.metadata.namespace, md.metadata.name
+
+
+def _request(md: ModelDeployment, choice: Choice) -> placement.Request:
+    return placement.Request(
+        replicas=md.spec.replicas,
+        gpus=md.spec.resources.gpu.count or 0,
+        gpu_type=md.spec.resources.gpu.type,
+        provider=choice.provider,
+        selector=md.spec.placement.cluster_selector.match_labels,
+    )
+
+
+def _remote_labels(namespace: str, name: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/managed-by": "fleetgate",
+        LABEL_DEPLOYMENT: names.label_value(name),
+        f"{LABEL_PREFIX}namespace": namespace,
+    }
+
+
+def _compose_cluster(
+    rec: Reconcile,
+    *,
+    md: ModelDeployment,
+    cluster: InferenceCluster,
+    provider: Provider,
+    run: EngineRun,
+    replicas: int,
+) -> Placed:
+    """The workload and route on ``cluster``; its ModelEndpoint once they serve."""
+    namespace, name = _identity(md)
+    cluster_name = cluster.metadata.name
+    workload = Workload(
+        name=naming.workload(namespace, name),
+        namespace=SYSTEM_NAMESPACE,
+        labels=_remote_labels(namespace, name),
+        engine=run,
+        gpus=md.spec.resources.gpu.count or 0,
+        replicas=replicas,
+    )
+    rendered = provider.render(workload)
+    route = routing.http_route(
+        workload, namespace=namespace, name=name, backend=rendered.backend_ref
+    )
+    parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
+    observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
+    ready = min(provider.ready_replicas(observed), replicas)
+    endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
+
+    provider_config = cluster.status.provider_config_ref.name
+    if not provider_config:
+        # Transient (the cluster's status is being rewritten): what runs stays.
+        kept = _keep_cluster(rec, cluster_name)
+        return Placed(
+            cluster_name,
+            replicas,
+            ready,
+            ("the cluster's providerConfigRef",),
+            endpoint_key in kept and is_ready(rec.observed(endpoint_key)),
+        )
+
+    for part in parts:
+        obj = remote_object(
+            manifest=part.manifest,
+            provider_config=provider_config,
+            readiness_query=part.readiness_query,
+        )
+        rec.compose(
+            naming.resource(cluster_name, part.part), obj, ready=is_ready(observed[part.part])
+        )
+    waiting = (
+        [p.part for p in parts if not is_ready(observed[p.part])]
+        if any(observed.values())
+        else ["its workload to be created"]
+    )
+    closed = placement.closed(fleet.view(cluster, 0))
+    if closed is not None:
+        waiting.insert(0, f"cluster {closed}")
+    hostname = cluster.status.gateway.hostname
+    if waiting or not hostname:
+        return Placed(cluster_name, replicas, ready, tuple(waiting), endpoint_ready=False)
+
+    labels = endpoints.endpoint_labels(
+        md.spec.template.metadata.labels,
+        cluster.spec.placement.metadata.labels,
+        name,
+        cluster_name,
+    )
+    endpoint = endpoints.model_endpoint(
+        namespace=namespace,
+        deployment=name,
+        cluster=cluster_name,
+        hostname=hostname,
+        served_model=engine.served_model_name(namespace, name),
+        labels=labels,
+    )
+    endpoint_ready = is_ready(rec.observed(endpoint_key))
+    rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
+    return Placed(cluster_name, replicas, ready, (), endpoint_ready)
+
+
+def _keep_cluster(rec: Reconcile, cluster: str) -> set[str]:
+    prefix = naming.resource_prefix(cluster)
+    kept = {n for n in rec.req.observed.resources if n.startswith(prefix)}
+    for key in sorted(kept):
+        rec.keep(key)
+    return kept
+
+
+def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: Unchosen) -> None:
+    """Compose nothing new: keep every resource composed before and the status that says so."""
+    for key in sorted(rec.req.observed.resources):
+        rec.keep(key)
+    rec.set_status(
+        placements=[{"cluster": p.cluster, "replicas": p.replicas} for p in previous.placements],
+        replicas={"desired": md.spec.replicas, "ready": previous.replicas.ready},
+    )
+    if previous.engine.type is not None and md.spec.engine.type is None:
+        rec.set_status(engine=previous.engine.model_dump(by_alias=True))
+    rec.condition(SCHEDULED, "False", why.reason, why.message)
+    rec.warning(f"nothing new composed: {why.message}", why.reason)
+    rec.set_ready(False)
+
+
+def _report(
+    rec: Reconcile, md: ModelDeployment, plan: placement.Plan, placed: list[Placed]
+) -> None:
+    desired = md.spec.replicas
+    ready = sum(p.ready for p in placed)
+    rec.set_status(
+        placements=[{"cluster": c, "replicas": n} for c, n in plan.placements],
+        replicas={"desired": desired, "ready": ready},
+    )
+    for cluster, replicas, why in plan.released:
+        rec.warning(f"{replicas} replica(s) moved off cluster {cluster}: {why}", "Released")
+
+    spread = ", ".join(f"{c}={n}" for c, n in plan.placements)
+    if plan.unplaced == 0:
+        message = f"{plan.placed} of {desired} replicas placed" + (f": {spread}" if spread else "")
+        rec.condition(SCHEDULED, "True", "AllReplicasPlaced", message)
+    else:
+        reason = "InsufficientCapacity" if plan.candidates else "NoCandidateClusters"
+        why = "; ".join(f"{c}: {w}" for c, w in plan.why_not) or "no InferenceClusters exist"
+        message = (
+            f"{plan.placed} of {desired} replicas placed"
+            + (f" ({spread})" if spread else "")
+            + f"; {plan.unplaced} could not be placed: {why}"
+        )
+        rec.condition(SCHEDULED, "False", reason, message)
+        rec.warning(message, reason)
+
+    withheld = [p for p in placed if p.waiting]
+    for p in withheld:
+        rec.warning(
+            f"ModelEndpoint for cluster {p.cluster} withheld: waiting for {', '.join(p.waiting)}",
+            "EndpointWithheld",
+        )
+    if ready == desired and not withheld:
+        rec.condition(
+            REPLICAS_READY,
+            "True",
+            "AllReplicasReady",
+            f"{ready} of {desired} replicas ready, serving from {len(placed)} cluster(s)",
+        )
+    else:
+        waits = "; ".join(f"{p.cluster}: {', '.join(p.waiting)}" for p in withheld)
+        rec.condition(
+            REPLICAS_READY,
+            "False",
+            "ReplicasNotReady" if placed else "NoReplicasPlaced",
+            f"{ready} of {desired} replicas ready" + (f"; waiting on {waits}" if waits else ""),
+        )
+    rec.set_ready(
+        plan.unplaced == 0
+        and ready == desired
+        and all(not p.waiting and p.endpoint_ready for p in placed)
+    )

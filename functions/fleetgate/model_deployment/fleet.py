@@ -1,0 +1,22 @@
+"""InferenceClusters as placement sees them."""
+
+from fleetgate.core.models import InferenceCluster
+from fleetgate.model_deployment.placement import ClusterView
+
+
+def is_schedulable(cluster: InferenceCluster) -> bool:
+    return any(c.type == "Schedulable" and c.status == "True" for c in cluster.status.conditions)
+
+
+def view(cluster: InferenceCluster, gpus_used: int) -> ClusterView:
+    return ClusterView(
+        name=cluster.metadata.name,
+        labels=cluster.metadata.labels,
+        drained=not cluster.spec.schedulable,
+        schedulable=is_schedulable(cluster),
+        hostname=cluster.status.gateway.hostname or None,
+        providers=frozenset(cluster.spec.providers),
+        gpus=cluster.spec.capacity.gpus,
+        gpu_type=cluster.spec.capacity.gpu_type,
+        gpus_used=gpus_used,
+    )

@@ -1,0 +1,167 @@
+"""Placement: how many replicas go to which cluster. A pure function of what is known.
+
+Rules, in order:
+
+1. **Keep what runs.** A replica placed earlier stays where it is while its
+   cluster exists, is not drained, still matches the deployment's cluster
+   selector, still has the provider and can hold one replica at all. A
+   cluster that is temporarily unschedulable (its gateway lost a CA, say)
+   keeps its replicas: moving them would restart models for a blip. A new
+   cluster joining the fleet moves nothing.
+2. **Scale down from the most loaded cluster** (ties: the later name), one
+   replica at a time, so the spread that is left stays even.
+3. **Spread before packing.** Each new replica goes to the candidate holding
+   the fewest of this deployment's replicas (ties: the earlier name) that has
+   the GPUs free. Candidates are clusters that could keep a replica (rule 1)
+   and are also Schedulable with a published gateway hostname.
+
+GPU capacity is ``capacity.gpus`` minus what other deployments' published
+placements use there (their replicas times their GPUs per replica) minus what
+this deployment keeps there. Retained replicas are never evicted for
+capacity: the count is a promise for new work, not a reason to move running
+models. CPU-only deployments (0 GPUs) take no capacity.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What placement needs to know of one InferenceCluster."""
+
+    name: str
+    labels: Mapping[str, str]
+    drained: bool  # spec.schedulable false
+    schedulable: bool  # condition Schedulable is True
+    hostname: str | None  # status.gateway.hostname, once published
+    providers: frozenset[str]
+    gpus: int
+    gpu_type: str | None
+    gpus_used: int  # by other deployments' placements
+
+
+@dataclass(frozen=True)
+class Request:
+    replicas: int
+    gpus: int  # per replica
+    gpu_type: str | None
+    provider: str
+    selector: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Plan:
+    placements: tuple[tuple[str, int], ...]  # (cluster, replicas > 0), sorted by cluster
+    unplaced: int
+    candidates: int  # clusters that could take a new replica, capacity aside
+    why_not: tuple[tuple[str, str], ...]  # per cluster left without a new replica, when unplaced
+    # Earlier placements given up: (cluster, replicas, why).
+    released: tuple[tuple[str, int, str], ...]
+
+    @property
+    def placed(self) -> int:
+        return sum(n for _, n in self.placements)
+
+
+def unfit(cluster: ClusterView, req: Request) -> str | None:
+    """Why ``cluster`` can never hold a replica of ``req``, whatever its state; None if it can."""
+    missing = {k: v for k, v in req.selector.items() if cluster.labels.get(k) != v}
+    if missing:
+        return "does not match spec.placement.clusterSelector"
+    if req.provider not in cluster.providers:
+        return f"provider {req.provider} not installed"
+    if req.gpus > 0:
+        if req.gpu_type is not None and cluster.gpu_type != req.gpu_type:
+            return f"GPU type {cluster.gpu_type or 'undeclared'}, needs {req.gpu_type}"
+        if cluster.gpus < req.gpus:
+            return f"has {cluster.gpus} GPUs, a replica needs {req.gpus}"
+    return None
+
+
+def closed(cluster: ClusterView) -> str | None:
+    """Why ``cluster`` takes no new replicas right now; None if it does."""
+    if cluster.drained:
+        return "drained (spec.schedulable is false)"
+    if not cluster.schedulable:
+        return "not Schedulable"
+    if not cluster.hostname:
+        return "no gateway hostname published"
+    return None
+
+
+def retained(
+    clusters: Mapping[str, ClusterView], req: Request, previous: Iterable[tuple[str, int]]
+) -> tuple[dict[str, int], list[tuple[str, int, str]]]:
+    """Earlier placements that stay (rule 1), and those given up with the reason."""
+    kept: dict[str, int] = {}
+    released = []
+    merged: dict[str, int] = {}
+    for name, replicas in previous:
+        merged[name] = merged.get(name, 0) + replicas
+    for name, replicas in sorted(merged.items()):
+        if replicas <= 0:
+            continue
+        cluster = clusters.get(name)
+        why = (
+            "cluster no longer exists"
+            if cluster is None
+            else "drained (spec.schedulable is false)"
+            if cluster.drained
+            else unfit(cluster, req)
+        )
+        if why is None:
+            kept[name] = replicas
+        else:
+            released.append((name, replicas, why))
+    return kept, released
+
+
+def scale_down(counts: dict[str, int], to: int) -> None:
+    """Remove replicas from the most loaded cluster (ties: the later name) down to ``to``."""
+    while sum(counts.values()) > to:
+        name = max(counts, key=lambda c: (counts[c], c))
+        counts[name] -= 1
+        if counts[name] == 0:
+            del counts[name]
+
+
+def place(
+    req: Request, clusters: Iterable[ClusterView], previous: Iterable[tuple[str, int]]
+) -> Plan:
+    by_name = {c.name: c for c in clusters}
+    counts, released = retained(by_name, req, previous)
+    scale_down(counts, req.replicas)
+
+    open_ = sorted(
+        name for name, c in by_name.items() if unfit(c, req) is None and closed(c) is None
+    )
+    free = {
+        name: by_name[name].gpus - by_name[name].gpus_used - counts.get(name, 0) * req.gpus
+        for name in open_
+    }
+    unplaced = req.replicas - sum(counts.values())
+    while unplaced > 0:
+        fits = [name for name in open_ if req.gpus == 0 or free[name] >= req.gpus]
+        if not fits:
+            break
+        name = min(fits, key=lambda c: (counts.get(c, 0), c))
+        counts[name] = counts.get(name, 0) + 1
+        free[name] -= req.gpus
+        unplaced -= 1
+
+    why_not: list[tuple[str, str]] = []
+    if unplaced > 0:
+        for name, cluster in sorted(by_name.items()):
+            why = unfit(cluster, req) or closed(cluster)
+            if why is None:
+                left = max(free[name], 0)
+                why = f"{left} of {cluster.gpus} GPUs free, a replica needs {req.gpus}"
+            why_not.append((name, why))
+    return Plan(
+        placements=tuple(sorted(counts.items())),
+        unplaced=unplaced,
+        candidates=len(open_),
+        why_not=tuple(why_not),
+        released=tuple(released),
+    )

@@ -1,0 +1,40 @@
+"""Direct: the engine as a plain Deployment, behind a Service the route targets."""
+
+from collections.abc import Mapping
+
+from fleetgate.core.models import ServingProvider
+from fleetgate.model_deployment.providers import pods
+from fleetgate.model_deployment.providers.base import (
+    Capability,
+    Manifest,
+    RemotePart,
+    Rendered,
+    Workload,
+)
+
+
+class Direct:
+    name: ServingProvider = "Direct"
+    capability = Capability(
+        engines=frozenset({"vllm", "sglang", "trtllm", "llamacpp"}),
+        gpu=True,
+        cpu=True,
+        modes=frozenset({"Aggregated"}),
+    )
+
+    def render(self, workload: Workload) -> Rendered:
+        return Rendered(
+            parts=(
+                RemotePart(pods.ENGINE_PART, pods.engine_deployment(workload), pods.SERVING_QUERY),
+                RemotePart("service", pods.engine_service(workload)),
+            ),
+            backend_ref={
+                "group": "",
+                "kind": "Service",
+                "name": workload.name,
+                "port": workload.engine.port,
+            },
+        )
+
+    def ready_replicas(self, observed: Mapping[str, Manifest | None]) -> int:
+        return pods.ready_engine_replicas(observed)

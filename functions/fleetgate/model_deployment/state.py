@@ -1,0 +1,105 @@
+"""What this function reads back: its own earlier status, and other deployments' placements.
+
+Placements are the memory of the scheduler: the XR's ``status.placements``
+from the last reconcile is what "keep what runs" keeps. Other deployments'
+published placements are what they use of each cluster's GPUs.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+
+from fleetgate.core.function import describe_object
+from fleetgate.core.models import (
+    EngineType,
+    Model,
+    Name,
+    ObjectMeta,
+    ServingProvider,
+    parse,
+)
+
+Replicas = Annotated[int, Field(ge=0, le=1024)]
+
+
+class PlacementEntry(Model):
+    cluster: Name
+    replicas: Replicas
+
+
+class EngineChoice(Model):
+    type: EngineType | None = None
+    selected_reason: str = ""
+
+
+class ProviderChoice(Model):
+    name: ServingProvider | None = None
+    selected_reason: str = ""
+
+
+class ReplicaCounts(Model):
+    desired: Replicas = 0
+    ready: Replicas = 0
+
+
+class DeploymentStatus(Model):
+    engine: EngineChoice = EngineChoice()
+    provider: ProviderChoice = ProviderChoice()
+    placements: Annotated[tuple[PlacementEntry, ...], Field(max_length=1024)] = ()
+    replicas: ReplicaCounts = ReplicaCounts()
+
+
+class _Observed(Model):
+    status: DeploymentStatus = DeploymentStatus()
+
+
+def own_status(xr: dict[str, Any]) -> DeploymentStatus:
+    """This deployment's status as last written; InputError names a malformed field."""
+    return parse(_Observed, xr, describe_object(xr, "ModelDeployment")).status
+
+
+class _GPU(Model):
+    count: Annotated[int, Field(ge=0, le=64)] | None = None
+
+
+class _Resources(Model):
+    gpu: _GPU = _GPU()
+
+
+class _PeerSpec(Model):
+    resources: _Resources = _Resources()
+
+
+class _PeerStatus(Model):
+    placements: Annotated[tuple[PlacementEntry, ...], Field(max_length=1024)] = ()
+
+
+class _Peer(Model):
+    metadata: ObjectMeta
+    spec: _PeerSpec = _PeerSpec()
+    status: _PeerStatus = _PeerStatus()
+
+
+def gpus_used_by_peers(
+    peers: list[dict[str, Any]], namespace: str, name: str
+) -> tuple[dict[str, int], list[str]]:
+    """GPUs each cluster gives other deployments (replicas times GPUs per replica), and problems.
+
+    A peer that cannot be read is left out with a warning rather than failing
+    this deployment: one team's broken object must not stop every other
+    team's placements (the API server validates both fields, so this is rare).
+    """
+    used: dict[str, int] = {}
+    problems = []
+    for raw in peers:
+        try:
+            peer = _Peer.model_validate(raw)
+        except ValidationError:
+            problems.append(f"{describe_object(raw, 'ModelDeployment')}: unreadable, not counted")
+            continue
+        if (peer.metadata.namespace, peer.metadata.name) == (namespace, name):
+            continue
+        per_replica = peer.spec.resources.gpu.count or 0
+        for entry in peer.status.placements:
+            used[entry.cluster] = used.get(entry.cluster, 0) + entry.replicas * per_replica
+    return used, sorted(problems)

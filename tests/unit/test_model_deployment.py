@@ -1,0 +1,589 @@
+"""compose-model-deployment, whole responses: placement, workloads, endpoints, status.
+
+Multi-pass cases feed the desired state back as Crossplane observes it: every
+composed Object with its remote object (and that object's status) in
+``status.atProvider.manifest`` and a Ready condition worked out from its
+readiness policy with a real CEL implementation, as provider-kubernetes does.
+"""
+
+import copy
+import hashlib
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import celpy
+import pytest
+from celpy.adapter import json_to_cel
+
+from fleetgate.core import names
+from fleetgate.model_deployment.composer import compose
+from tests.support import Outcome, request, run
+
+NS = "team-a"
+NAME = "qwen"
+SERVED = f"{NS}/{NAME}"
+ARGS = ["Qwen/Qwen3-8B", "--served-model-name", "$(FLEETGATE_SERVED_MODEL_NAME)"]
+
+
+def cluster(
+    name: str,
+    *,
+    gpus: int = 8,
+    providers: tuple[str, ...] = ("Direct", "LLMD"),
+    labels: Mapping[str, str] | None = None,
+    placement_labels: Mapping[str, str] | None = None,
+    schedulable: bool = True,
+    drained: bool = False,
+    provider_config: str | None = "",
+) -> dict[str, Any]:
+    """An InferenceCluster as compose-inference-cluster publishes it."""
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": "Schedulable", "status": "True" if schedulable else "False", "reason": "r"}
+        ],
+    }
+    if schedulable:
+        status["gateway"] = {
+            "address": "203.0.113.10",
+            "hostname": names.cluster_hostname(name),
+        }
+    if provider_config is not None:
+        status["providerConfigRef"] = {"name": provider_config or f"pc-{name}"}
+    return {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "InferenceCluster",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {
+            "credentials": {"providerConfigName": f"pc-{name}"},
+            "capacity": {"gpus": gpus, "gpuType": "nvidia-h100"},
+            "providers": list(providers),
+            "schedulable": not drained,
+            "placement": {"metadata": {"labels": dict(placement_labels or {})}},
+        },
+        "status": status,
+    }
+
+
+def deployment(
+    *,
+    status: dict[str, Any] | None = None,
+    namespace: str = NS,
+    name: str = NAME,
+    **spec: Any,
+) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "model": {"name": "Qwen/Qwen3-8B"},
+        "engine": {"type": "vllm", "args": ARGS},
+        "provider": {"name": "Direct"},
+        "resources": {"gpu": {"count": 1}},
+        "replicas": 2,
+    }
+    base.update(spec)
+    xr: dict[str, Any] = {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "ModelDeployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": base,
+    }
+    if status is not None:
+        xr["status"] = status
+    return xr
+
+
+def placements(*pairs: tuple[str, int]) -> dict[str, Any]:
+    return {"placements": [{"cluster": c, "replicas": n} for c, n in pairs]}
+
+
+# --- observing as Crossplane and provider-kubernetes do ---------------------------
+
+
+def evaluate(cel: str, obj: dict[str, Any]) -> bool:
+    env = celpy.Environment()
+    return bool(env.program(env.compile(cel)).evaluate({"object": json_to_cel(obj)}))
+
+
+def remote_status(manifest: dict[str, Any], ready_replicas: int | None) -> dict[str, Any]:
+    """What a working cluster reports for a remote object."""
+    kind = manifest["kind"]
+    if kind == "Deployment":
+        want = manifest["spec"]["replicas"]
+        n = want if ready_replicas is None else ready_replicas
+        available = n >= want - want // 4  # the default maxUnavailable of 25%
+        return {
+            "replicas": want,
+            "readyReplicas": n,
+            "availableReplicas": n,
+            "conditions": [{"type": "Available", "status": str(available), "reason": "r"}],
+        }
+    if kind in ("HTTPRoute", "InferencePool"):
+        accepted = [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
+        return {"parents": [{"parentRef": {"name": "gw"}, "conditions": accepted}]}
+    return {}
+
+
+def object_ready(obj: dict[str, Any], remote: dict[str, Any]) -> bool:
+    policy = obj["spec"]["readiness"]
+    if policy["policy"] == "SuccessfulCreate":
+        return True
+    if policy["policy"] == "DeriveFromCelQuery":
+        return evaluate(policy["celQuery"], remote)
+    conditions = remote.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def observe(
+    desired: Mapping[str, dict[str, Any]],
+    *,
+    ready_replicas: Mapping[str, int] | None = None,
+    exists: Callable[[str], bool] = lambda _: True,
+) -> dict[str, dict[str, Any]]:
+    """The desired state as it looks once applied (keyed by composition resource name).
+
+    ``ready_replicas`` overrides the ready count of an engine Deployment by key.
+    """
+    observed = {}
+    for key, manifest in desired.items():
+        if not exists(key):
+            continue
+        obj = copy.deepcopy(manifest)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("name", f"{NAME}-{hashlib.sha256(key.encode()).hexdigest()[:5]}")
+        meta.setdefault("annotations", {})["crossplane.io/composition-resource-name"] = key
+        if obj["kind"] == "Object":
+            remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
+            remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
+            ready = object_ready(obj, remote)
+            obj["status"] = {
+                "atProvider": {"manifest": remote},
+                "conditions": [
+                    {"type": "Ready", "status": str(ready), "reason": "r"},
+                    {"type": "Synced", "status": "True", "reason": "r"},
+                ],
+            }
+        else:  # a ModelEndpoint XR, ready once its function says so
+            obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "r"}]}
+        observed[key] = obj
+    return observed
+
+
+def required(*clusters: dict[str, Any], peers: tuple[dict[str, Any], ...] = ()) -> Any:
+    return {"clusters": list(clusters), "deployments": list(peers)}
+
+
+def step(
+    xr: dict[str, Any], clusters: list[dict[str, Any]], observed: dict[str, Any] | None = None
+) -> Outcome:
+    return run(compose, request(xr, required=required(*clusters), observed=observed))
+
+
+def then(xr: dict[str, Any], out: Outcome) -> dict[str, Any]:
+    """The XR on the next pass: its spec, and the status this pass wrote."""
+    nxt = copy.deepcopy(xr)
+    nxt["status"] = out.composite["status"]
+    return nxt
+
+
+def serving(xr: dict[str, Any], clusters: list[dict[str, Any]]) -> tuple[dict[str, Any], Outcome]:
+    """Two passes: placed, then serving. The XR as the second pass left it, and its outcome."""
+    first = step(xr, clusters)
+    second = step(then(xr, first), clusters, observe(first.desired))
+    return then(xr, second), second
+
+
+def remote(out: Outcome, kind: str) -> dict[str, dict[str, Any]]:
+    """Composed remote objects of ``kind``, by composition resource name."""
+    return {
+        key: obj["spec"]["forProvider"]["manifest"]
+        for key, obj in out.desired.items()
+        if obj["kind"] == "Object" and obj["spec"]["forProvider"]["manifest"]["kind"] == kind
+    }
+
+
+def endpoints(out: Outcome) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in out.desired.items() if v["kind"] == "ModelEndpoint"}
+
+
+def engine_replicas(out: Outcome) -> dict[str, int]:
+    """Cluster → engine replicas, read from the composed Deployments' labels and names."""
+    result = {}
+    for key, manifest in remote(out, "Deployment").items():
+        if key.endswith("-engine"):
+            result[key.removesuffix("-engine")] = int(manifest["spec"]["replicas"])
+    return result
+
+
+def label(name: str) -> str:
+    return names.cluster_label(name)
+
+
+EU = cluster("eu-west", placement_labels={"region": "eu", "tier": "cluster"})
+US = cluster("us-east", placement_labels={"region": "us"})
+
+
+# --- passes --------------------------------------------------------------------
+
+
+def test_first_pass_places_and_runs_but_publishes_no_endpoint_yet() -> None:
+    xr = deployment(template={"metadata": {"labels": {"tier": "template", "team": "a"}}})
+    out = step(xr, [EU, US])
+    assert out.fatal == []
+    assert engine_replicas(out) == {label("eu-west"): 1, label("us-east"): 1}
+    assert sorted(m["kind"] for m in remote(out, "Service").values()) == ["Service", "Service"]
+    assert len(remote(out, "HTTPRoute")) == 2
+    assert endpoints(out) == {}
+    assert out.conditions["Scheduled"][:2] == ("True", "AllReplicasPlaced")
+    assert out.conditions["ReplicasReady"][:2] == ("False", "ReplicasNotReady")
+    assert out.composite["status"] == {
+        "servedModelName": SERVED,
+        "engine": {"type": "vllm", "selectedReason": "set in spec.engine.type"},
+        "provider": {"name": "Direct", "selectedReason": "set in spec.provider.name"},
+        "placements": [
+            {"cluster": "eu-west", "replicas": 1},
+            {"cluster": "us-east", "replicas": 1},
+        ],
+        "replicas": {"desired": 2, "ready": 0},
+    }
+    assert out.composite_ready == "READY_FALSE"
+    assert any("withheld" in w for w in out.warnings)
+    assert all(obj["kind"] == "Object" for obj in out.desired.values())
+
+
+def test_endpoints_follow_ready_workloads_with_label_precedence() -> None:
+    xr = deployment(template={"metadata": {"labels": {"tier": "template", "team": "a"}}})
+    first = step(xr, [EU, US])
+    second = step(then(xr, first), [EU, US], observe(first.desired))
+    published = endpoints(second)
+    assert sorted(published) == [
+        f"{label('eu-west')}-endpoint",
+        f"{label('us-east')}-endpoint",
+    ]
+    eu = published[f"{label('eu-west')}-endpoint"]
+    assert eu["metadata"]["namespace"] == NS
+    assert eu["metadata"]["labels"] == {
+        "fleetgate.dev/cluster": "eu-west",
+        "fleetgate.dev/deployment": NAME,
+        "region": "eu",
+        "team": "a",
+        "tier": "cluster",
+    }
+    assert eu["spec"] == {
+        "origin": f"https://{names.cluster_hostname('eu-west')}",
+        "api": {"schema": "OpenAI", "prefix": f"/{NS}/{NAME}/v1"},
+        "model": SERVED,
+    }
+    us = published[f"{label('us-east')}-endpoint"]
+    assert us["metadata"]["labels"]["region"] == "us"
+    assert us["metadata"]["labels"]["tier"] == "template"
+    assert second.conditions["ReplicasReady"][:2] == ("True", "AllReplicasReady")
+    assert second.composite["status"]["replicas"] == {"desired": 2, "ready": 2}
+    assert second.composite_ready == "READY_FALSE", "the endpoints are not ready yet"
+
+    third = step(then(xr, second), [EU, US], observe(second.desired))
+    assert third.composite_ready == "READY_TRUE"
+    assert third.warnings == []
+    assert third.desired.keys() == second.desired.keys()
+
+
+def test_an_endpoint_is_withdrawn_when_its_workload_stops_serving() -> None:
+    xr, second = serving(deployment(), [EU, US])
+    eu_engine = f"{label('eu-west')}-engine"
+    broken = observe(second.desired, ready_replicas={eu_engine: 0})
+    third = step(xr, [EU, US], broken)
+    assert list(endpoints(third)) == [f"{label('us-east')}-endpoint"]
+    assert third.composite["status"]["replicas"] == {"desired": 2, "ready": 1}
+    assert eu_engine in third.desired, "the workload itself stays"
+    assert third.conditions["ReplicasReady"][0] == "False"
+    assert "eu-west: engine" in third.conditions["ReplicasReady"][2]
+
+
+def test_an_unschedulable_cluster_keeps_its_workload_but_not_its_endpoint() -> None:
+    xr, second = serving(deployment(), [EU, US])
+    eu_down = cluster("eu-west", schedulable=False)
+    third = step(xr, [eu_down, US], observe(second.desired))
+    assert engine_replicas(third) == {label("eu-west"): 1, label("us-east"): 1}
+    assert list(endpoints(third)) == [f"{label('us-east')}-endpoint"]
+    assert "eu-west: cluster not Schedulable" in third.conditions["ReplicasReady"][2]
+
+
+def test_a_drained_cluster_loses_its_replicas_and_endpoint() -> None:
+    xr, second = serving(deployment(), [EU, US])
+    eu_drained = cluster("eu-west", drained=True)
+    third = step(xr, [eu_drained, US], observe(second.desired))
+    assert engine_replicas(third) == {label("us-east"): 2}
+    assert not any(k.startswith(label("eu-west")) for k in third.desired)
+    assert third.composite["status"]["placements"] == [{"cluster": "us-east", "replicas": 2}]
+    assert any("moved off cluster eu-west: drained" in w for w in third.warnings)
+
+
+def test_scale_up_and_down_across_passes() -> None:
+    clusters = [EU, US, cluster("ap-south")]
+    xr = deployment(replicas=2)
+    observed: dict[str, Any] | None = None
+    seen = []
+    for replicas in (2, 5, 5, 1, 0):
+        xr["spec"]["replicas"] = replicas
+        out = step(xr, clusters, observed)
+        seen.append(out.composite["status"]["placements"])
+        xr, observed = then(xr, out), observe(out.desired)
+    assert seen == [
+        [{"cluster": "ap-south", "replicas": 1}, {"cluster": "eu-west", "replicas": 1}],
+        [
+            {"cluster": "ap-south", "replicas": 2},
+            {"cluster": "eu-west", "replicas": 2},
+            {"cluster": "us-east", "replicas": 1},
+        ],
+        [
+            {"cluster": "ap-south", "replicas": 2},
+            {"cluster": "eu-west", "replicas": 2},
+            {"cluster": "us-east", "replicas": 1},
+        ],
+        [{"cluster": "ap-south", "replicas": 1}],
+        [],
+    ]
+    assert out.desired == {}
+    assert out.conditions["Scheduled"][:2] == ("True", "AllReplicasPlaced")
+    assert out.composite_ready == "READY_TRUE"
+
+
+def test_a_new_cluster_moves_nothing() -> None:
+    xr = deployment(status=placements(("eu-west", 2)))
+    out = step(xr, [EU, US, cluster("aa-first")])
+    assert engine_replicas(out) == {label("eu-west"): 2}
+
+
+def test_llmd_fronts_the_engines_with_an_inference_pool() -> None:
+    xr = deployment(provider={"name": "LLMD"}, replicas=1)
+    first = step(xr, [EU])
+    kinds = sorted(m["kind"] for m in remote(first, "InferencePool").values())
+    assert kinds == ["InferencePool"]
+    (route,) = remote(first, "HTTPRoute").values()
+    assert route["spec"]["rules"][0]["backendRefs"][0]["kind"] == "InferencePool"
+    second = step(then(xr, first), [EU], observe(first.desired))
+    assert len(endpoints(second)) == 1
+    assert second.conditions["ReplicasReady"][0] == "True"
+
+
+def test_other_deployments_gpus_are_counted() -> None:
+    peer = deployment(
+        name="big",
+        namespace="team-b",
+        status=placements(("eu-west", 2)),
+        resources={"gpu": {"count": 4}},
+    )
+    xr = deployment(replicas=1)
+    out = run(compose, request(xr, required=required(EU, US, peers=(peer, xr))))
+    assert engine_replicas(out) == {label("us-east"): 1}
+
+
+def test_an_unreadable_peer_is_a_warning_not_a_failure() -> None:
+    peer = deployment(name="odd", status={"placements": "everywhere"})
+    out = run(compose, request(deployment(), required=required(EU, peers=(peer,))))
+    assert out.fatal == []
+    assert any("ModelDeployment odd: unreadable" in w for w in out.warnings)
+
+
+def test_warns_when_the_engine_ignores_the_served_model_name() -> None:
+    xr = deployment(engine={"type": "vllm", "args": ["Qwen/Qwen3-8B"]})
+    out = step(xr, [EU])
+    assert any("404" in w for w in out.warnings)
+    (engine,) = (m for k, m in remote(out, "Deployment").items() if k.endswith("-engine"))
+    env = engine["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[0] == {"name": "FLEETGATE_SERVED_MODEL_NAME", "value": SERVED}
+
+
+def test_a_cpu_model() -> None:
+    cpu = cluster("cpu-pool", gpus=0, providers=("Direct",))
+    xr = deployment(
+        engine={
+            "type": "llamacpp",
+            "args": ["-hf", "Qwen/Qwen3-0.6B-GGUF", "-a", "$(FLEETGATE_SERVED_MODEL_NAME)"],
+        },
+        resources={},
+        replicas=2,
+    )
+    out = step(xr, [cpu])
+    assert out.warnings == [
+        "ModelEndpoint for cluster cpu-pool withheld: waiting for its workload to be created"
+    ]
+    (engine,) = (m for k, m in remote(out, "Deployment").items() if k.endswith("-engine"))
+    container = engine["spec"]["template"]["spec"]["containers"][0]
+    assert "resources" not in container
+    assert container["ports"][0]["containerPort"] == 8080
+
+
+# --- what cannot be placed, chosen or looked up ----------------------------------
+
+CONDITIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]], tuple[str, str], str]] = [
+    ("no clusters", deployment(), [], ("False", "NoCandidateClusters"), "no InferenceClusters"),
+    (
+        "provider nowhere installed",
+        deployment(provider={"name": "LLMD"}),
+        [cluster("a", providers=("Direct",))],
+        ("False", "NoCandidateClusters"),
+        "a: provider LLMD not installed",
+    ),
+    (
+        "not enough GPUs",
+        deployment(replicas=3, resources={"gpu": {"count": 4}}),
+        [cluster("a", gpus=8)],
+        ("False", "InsufficientCapacity"),
+        "2 of 3 replicas placed (a=2); 1 could not be placed: a: 0 of 8 GPUs free",
+    ),
+    (
+        "engine unset",
+        deployment(engine={"args": ARGS}),
+        [EU],
+        ("False", "EngineRequired"),
+        "spec.engine.type is unset",
+    ),
+    (
+        "provider unset",
+        deployment(provider={}),
+        [EU],
+        ("False", "ProviderRequired"),
+        "spec.provider.name is unset",
+    ),
+    (
+        "provider not rendered yet",
+        deployment(provider={"name": "KAITO"}),
+        [EU],
+        ("False", "ProviderUnavailable"),
+        "provider KAITO cannot be rendered",
+    ),
+    (
+        "provider cannot serve a CPU model",
+        deployment(provider={"name": "LLMD"}, resources={}),
+        [EU],
+        ("False", "ProviderCannotServe"),
+        "provider LLMD does not run CPU models",
+    ),
+    (
+        "scaled to zero",
+        deployment(replicas=0),
+        [EU],
+        ("True", "AllReplicasPlaced"),
+        "0 of 0 replicas placed",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("xr", "clusters", "want", "fragment"),
+    [c[1:] for c in CONDITIONS],
+    ids=[c[0] for c in CONDITIONS],
+)
+def test_scheduled_condition(
+    xr: dict[str, Any], clusters: list[dict[str, Any]], want: tuple[str, str], fragment: str
+) -> None:
+    out = step(xr, clusters)
+    status, reason, message = out.conditions["Scheduled"]
+    assert (status, reason) == want
+    assert fragment in message
+    assert out.fatal == []
+    if status == "False":
+        assert any(fragment in w for w in out.warnings), "a not-yet also says why as a warning"
+
+
+def test_sticky_choice_survives_unsetting_the_field() -> None:
+    status = {
+        "engine": {"type": "vllm", "selectedReason": "set in spec.engine.type"},
+        "provider": {"name": "LLMD", "selectedReason": "set in spec.provider.name"},
+    }
+    out = step(deployment(engine={"args": ARGS}, provider={}, status=status), [EU])
+    assert out.composite["status"]["provider"] == status["provider"]
+    assert len(remote(out, "InferencePool")) == 1
+
+
+HOLDS: list[tuple[str, dict[str, Any], Any]] = [
+    ("clusters not looked up yet", deployment(), {"deployments": []}),
+    ("deployments not looked up yet", deployment(), {"clusters": [EU, US]}),
+    ("provider not rendered", deployment(provider={"name": "KAITO"}), required(EU, US)),
+]
+
+
+@pytest.mark.parametrize(("xr", "resolved"), [c[1:] for c in HOLDS], ids=[c[0] for c in HOLDS])
+def test_what_ran_keeps_running_while_a_step_cannot_proceed(
+    xr: dict[str, Any], resolved: Any
+) -> None:
+    _, second = serving(deployment(), [EU, US])
+    observed = observe(second.desired)
+    xr["status"] = second.composite["status"]
+    out = run(compose, request(xr, required=resolved, observed=observed))
+    assert out.desired.keys() == observed.keys()
+    for key, obj in out.desired.items():
+        assert obj["spec"] == observed[key]["spec"]
+        assert "status" not in obj
+    assert out.composite["status"]["placements"] == second.composite["status"]["placements"]
+    assert out.conditions["Scheduled"][0] == "False"
+    assert out.composite_ready == "READY_FALSE"
+
+
+def test_a_cluster_without_provider_config_keeps_its_objects() -> None:
+    xr = deployment()
+    first = step(xr, [EU, US])
+    observed = observe(first.desired)
+    eu_blank = cluster("eu-west", provider_config=None)
+    out = step(then(xr, first), [eu_blank, US], observed)
+    eu_keys = {k for k in observed if k.startswith(label("eu-west"))}
+    assert eu_keys
+    assert eu_keys <= out.desired.keys()
+    for key in eu_keys:
+        assert out.desired[key]["spec"] == observed[key]["spec"]
+
+
+def test_requirements_are_every_cluster_and_every_deployment() -> None:
+    out = step(deployment(), [EU])
+    clusters, deployments = out.requirements["clusters"], out.requirements["deployments"]
+    assert (clusters.api_version, clusters.kind) == ("fleetgate.dev/v1alpha1", "InferenceCluster")
+    assert (deployments.kind, deployments.HasField("namespace")) == ("ModelDeployment", False)
+    for selector in (clusters, deployments):
+        assert selector.HasField("match_labels"), "an unset match selects nothing"
+        assert dict(selector.match_labels.labels) == {}
+
+
+def test_same_inputs_give_byte_identical_output() -> None:
+    clusters = [cluster(f"c{i}", gpus=i % 4) for i in range(12)]
+    xr = deployment(replicas=7, status=placements(("c3", 1), ("c5", 2)))
+    first = step(xr, clusters)
+    shuffled = clusters[:]
+    random.Random(7).shuffle(shuffled)
+    again = step(xr, shuffled)
+    assert first.rsp.SerializeToString(deterministic=True) == again.rsp.SerializeToString(
+        deterministic=True
+    )
+
+
+MALFORMED: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
+    ("model missing", deployment(model=None), [EU], "spec.model"),
+    ("replicas negative", deployment(replicas=-1), [EU], "spec.replicas"),
+    ("replicas absurd", deployment(replicas=10**9), [EU], "spec.replicas"),
+    ("engine type unknown", deployment(engine={"type": "ollama"}), [EU], "spec.engine.type"),
+    ("gpu count wrong type", deployment(resources={"gpu": {"count": "two"}}), [EU],
+     "spec.resources.gpu.count"),
+    ("env not a list", deployment(engine={"type": "vllm", "env": "A=1"}), [EU], "spec.engine.env"),
+    ("status placements malformed",
+     deployment(status={"placements": [{"cluster": "a", "replicas": "x"}]}), [EU],
+     "status.placements[0].replicas"),
+    ("bad port", deployment(engine={"type": "vllm", "args": ["--port", "http"]}), [EU],
+     "spec.engine.args[1]"),
+    ("cluster malformed", deployment(),
+     [{**EU, "spec": {**EU["spec"], "capacity": {"gpus": -1}}}], "InferenceCluster eu-west"),
+    ("namespace missing", {**deployment(), "metadata": {"name": NAME}}, [EU], "metadata.namespace"),
+    ("unicode name", deployment(name="grün"), [EU], ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("xr", "clusters", "field"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED]
+)
+def test_malformed_input_is_a_fatal_result_naming_the_field(
+    xr: dict[str, Any], clusters: list[dict[str, Any]], field: str
+) -> None:
+    out = step(xr, clusters)
+    if not field:  # accepted by the model: must compose without an exception
+        assert all("internal error" not in f for f in out.fatal)
+        return
+    assert len(out.fatal) == 1, out.results
+    assert field in out.fatal[0]
+    assert out.desired == {}

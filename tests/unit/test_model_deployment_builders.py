@@ -1,0 +1,419 @@
+"""compose-model-deployment builders: engine, names, labels and every composed object."""
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from fleetgate.core import names
+from fleetgate.core.constants import SERVED_MODEL_ENV
+from fleetgate.core.errors import InputError
+from fleetgate.core.models import EngineSpec, EngineType, EnvVar
+from fleetgate.model_deployment import endpoints, engine, naming, routing
+from fleetgate.model_deployment.providers import PROVIDERS
+from fleetgate.model_deployment.providers.base import EngineRun, Workload
+from fleetgate.model_deployment.providers.llmd import FAILURE_MODE, PICKER_CONFIG
+
+SERVED = "team-a/qwen"
+REF = "$(FLEETGATE_SERVED_MODEL_NAME)"
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def env(*pairs: tuple[str, str]) -> list[EnvVar]:
+    return [EnvVar(name=k, value=v) for k, v in pairs]
+
+
+# --- served model name ------------------------------------------------------
+
+INJECTION = [
+    ("no user env", [], [(SERVED_MODEL_ENV, SERVED)]),
+    (
+        "user env follows in order",
+        [("B", "2"), ("A", "1")],
+        [(SERVED_MODEL_ENV, SERVED), ("B", "2"), ("A", "1")],
+    ),
+    (
+        "a user entry of that name is dropped",
+        [("A", "1"), (SERVED_MODEL_ENV, "mine"), ("B", "2")],
+        [(SERVED_MODEL_ENV, SERVED), ("A", "1"), ("B", "2")],
+    ),
+    (
+        "every user entry of that name is dropped",
+        [(SERVED_MODEL_ENV, "x"), (SERVED_MODEL_ENV, "y")],
+        [(SERVED_MODEL_ENV, SERVED)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("user", "want"), [c[1:] for c in INJECTION], ids=[c[0] for c in INJECTION]
+)
+def test_served_name_is_the_first_env_entry(
+    user: list[tuple[str, str]], want: list[tuple[str, str]]
+) -> None:
+    assert list(engine.inject_served_name(SERVED, env(*user))) == want
+
+
+WARNINGS = [
+    ("referenced in args", ["--served-model-name", REF], [], []),
+    ("referenced inside an arg", [f"--served-model-name={REF}"], [], []),
+    ("referenced in another env value", [], [("NAMES", f"x,{REF}")], []),
+    ("not referenced", ["--model", "Qwen/Qwen3-8B"], [], ["404"]),
+    ("no args at all", [], [], ["404"]),
+    (
+        "own entry dropped, and it does not count as a reference",
+        [],
+        [(SERVED_MODEL_ENV, REF)],
+        ["is dropped", "404"],
+    ),
+    (
+        "own entry dropped, args fine",
+        ["--served-model-name", REF],
+        [(SERVED_MODEL_ENV, "x")],
+        ["is dropped"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "user_env", "fragments"), [c[1:] for c in WARNINGS], ids=[c[0] for c in WARNINGS]
+)
+def test_served_name_warnings(
+    args: list[str], user_env: list[tuple[str, str]], fragments: list[str]
+) -> None:
+    warnings = engine.served_name_warnings(EngineSpec(args=args, env=env(*user_env)))
+    assert len(warnings) == len(fragments)
+    for warning, fragment in zip(warnings, fragments, strict=True):
+        assert fragment in warning
+
+
+# --- the engine as it runs ---------------------------------------------------
+
+RESOLVE: list[tuple[str, EngineType, list[str], int, list[str]]] = [
+    # name, engine, user args, port, args as run
+    ("vllm default port", "vllm", ["m"], 8000, ["m"]),
+    ("vllm --port N", "vllm", ["m", "--port", "9000"], 9000, ["m", "--port", "9000"]),
+    ("vllm --port=N", "vllm", ["--port=9001"], 9001, ["--port=9001"]),
+    ("sglang listens on all addresses", "sglang", ["--model-path", "m"], 30000,
+     ["--model-path", "m", "--host", "0.0.0.0"]),
+    ("sglang keeps the user's --host", "sglang", ["--host=0.0.0.0"], 30000, ["--host=0.0.0.0"]),
+    ("trtllm", "trtllm", ["m"], 8000, ["m", "--host", "0.0.0.0"]),
+    ("llamacpp", "llamacpp", ["-hf", "x/y", "--port", "8081"], 8081,
+     ["-hf", "x/y", "--port", "8081", "--host", "0.0.0.0"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "port", "run_args"), [c[1:] for c in RESOLVE], ids=[c[0] for c in RESOLVE]
+)
+def test_resolve(kind: EngineType, args: list[str], port: int, run_args: list[str]) -> None:
+    run = engine.resolve(EngineSpec(args=args), kind, SERVED)
+    assert run.port == port
+    assert list(run.args) == run_args
+    assert run.image == engine.PROFILES[kind].image
+    assert run.env[0] == (SERVED_MODEL_ENV, SERVED)
+    assert run.health_path == "/health"
+
+
+def test_resolve_keeps_the_users_image_and_names_the_server_to_start() -> None:
+    run = engine.resolve(EngineSpec(image="registry.example/sglang:dev"), "sglang", SERVED)
+    assert run.image == "registry.example/sglang:dev"
+    assert run.command == ("python3", "-m", "sglang.launch_server")
+    assert engine.resolve(EngineSpec(), "vllm", SERVED).command == ()
+
+
+@pytest.mark.parametrize("bad", ["0", "65536", "http", "-1", ""])
+def test_a_bad_port_names_the_arg(bad: str) -> None:
+    with pytest.raises(InputError, match=r"spec\.engine\.args\[2\]"):
+        engine.resolve(EngineSpec(args=["m", "--port", bad]), "vllm", SERVED)
+
+
+# --- names -------------------------------------------------------------------
+
+
+def test_workload_names_tell_namespace_and_name_apart() -> None:
+    pairs = [("team-a", "x"), ("team", "a-x"), ("team-a", "x.y"), ("team-a", "x-y")]
+    derived = {naming.workload(ns, n) for ns, n in pairs}
+    assert len(derived) == len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"),
+    [("team-a", "qwen"), ("1team", "9model"), ("n" * 63, "m" * 253), ("a", "x.y.z")],
+    ids=["short", "digits first", "longest", "dots"],
+)
+def test_workload_names_are_service_names(namespace: str, name: str) -> None:
+    derived = naming.workload(namespace, name)
+    assert DNS_1035.match(derived), derived
+    assert len(derived) <= 63
+    assert naming.workload(namespace, name) == derived, "deterministic"
+    workload = WORKLOAD(name=derived)
+    picker = workload.child("epp")
+    assert DNS_1035.match(picker)
+    assert len(picker) <= 63
+    assert picker != derived
+
+
+def test_endpoint_names_are_bounded_and_unique_per_deployment_and_cluster() -> None:
+    combos = [("qwen", "eu-1"), ("qwen-eu", "1"), ("qwen", "eu.1"), ("q" * 253, "c" * 253)]
+    derived = [naming.endpoint(d, c) for d, c in combos]
+    assert len(set(derived)) == len(derived)
+    assert all(len(n) <= 63 and names.dns_label(n) == n for n in derived)
+
+
+def test_resource_names_are_per_cluster() -> None:
+    assert naming.resource("eu.1", "engine") != naming.resource("eu-1", "engine")
+    assert naming.resource("a", "engine").startswith(naming.resource_prefix("a"))
+
+
+LABEL_VALUES = [
+    ("a valid value stays", "qwen3-8b", "qwen3-8b"),
+    ("dots are allowed", "qwen3.8b", "qwen3.8b"),
+    ("63 characters stay", "x" * 63, "x" * 63),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"), [c[1:] for c in LABEL_VALUES], ids=[c[0] for c in LABEL_VALUES]
+)
+def test_label_value_keeps_valid_values(raw: str, want: str) -> None:
+    assert names.label_value(raw) == want
+
+
+@pytest.mark.parametrize("raw", ["x" * 64, "a" * 253, "_x_", "grün", ".dot", "x" * 60 + "_.-y"])
+def test_label_value_bounds_and_hashes(raw: str) -> None:
+    value = names.label_value(raw)
+    assert LABEL_VALUE.match(value), value
+    assert 0 < len(value) <= 63
+    assert names.label_value(raw + "z") != value
+
+
+# --- ModelEndpoint labels -------------------------------------------------------
+
+LABEL_PRECEDENCE = [
+    (
+        "each source contributes",
+        {"tier": "gold"},
+        {"region": "eu"},
+        {"tier": "gold", "region": "eu"},
+    ),
+    ("the cluster wins over the template", {"region": "us"}, {"region": "eu"}, {"region": "eu"}),
+    (
+        "managed labels win over both",
+        {"fleetgate.dev/cluster": "fake"},
+        {"fleetgate.dev/deployment": "fake"},
+        {},
+    ),
+    ("other reserved keys are dropped", {"fleetgate.dev/x": "1"}, {"fleetgate.dev/y": "2"}, {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("template", "placement", "want"),
+    [c[1:] for c in LABEL_PRECEDENCE],
+    ids=[c[0] for c in LABEL_PRECEDENCE],
+)
+def test_endpoint_label_precedence(
+    template: dict[str, str], placement: dict[str, str], want: dict[str, str]
+) -> None:
+    labels = endpoints.endpoint_labels(template, placement, "qwen", "eu-west")
+    assert labels == {
+        **want,
+        "fleetgate.dev/deployment": "qwen",
+        "fleetgate.dev/cluster": "eu-west",
+    }
+    assert list(labels) == sorted(labels), "sorted, so output is byte-stable"
+
+
+def test_managed_label_values_are_bounded() -> None:
+    labels = endpoints.endpoint_labels({}, {}, "d" * 200, "c." * 100)
+    assert all(LABEL_VALUE.match(v) and len(v) <= 63 for v in labels.values())
+
+
+def test_model_endpoint() -> None:
+    endpoint = endpoints.model_endpoint(
+        namespace="team-a",
+        deployment="qwen",
+        cluster="eu-west",
+        hostname="eu-west-abc.fleetgate-system.svc.cluster.local",
+        served_model=SERVED,
+        labels={"a": "b"},
+    )
+    assert endpoint == {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "ModelEndpoint",
+        "metadata": {
+            "name": naming.endpoint("qwen", "eu-west"),
+            "namespace": "team-a",
+            "labels": {"a": "b"},
+        },
+        "spec": {
+            "origin": "https://eu-west-abc.fleetgate-system.svc.cluster.local",
+            "api": {"schema": "OpenAI", "prefix": "/team-a/qwen/v1"},
+            "model": "team-a/qwen",
+        },
+    }
+
+
+# --- remote objects ----------------------------------------------------------------
+
+
+def WORKLOAD(**kw: Any) -> Workload:  # noqa: N802 - reads as a constant with overrides
+    run = EngineRun(
+        type="vllm",
+        image="vllm/vllm-openai:v0.10.2",
+        command=(),
+        args=("Qwen/Qwen3-8B", "--served-model-name", REF),
+        env=((SERVED_MODEL_ENV, SERVED), ("HF_HOME", "/cache")),
+        port=8000,
+        health_path="/health",
+    )
+    fields: dict[str, Any] = {
+        "name": "md-team-a-qwen-0123456789",
+        "namespace": "fleetgate-system",
+        "labels": {"fleetgate.dev/deployment": "qwen"},
+        "engine": run,
+        "gpus": 2,
+        "replicas": 3,
+    }
+    fields.update(kw)
+    return Workload(**fields)
+
+
+def parts(provider: str, **kw: Any) -> dict[str, dict[str, Any]]:
+    rendered = PROVIDERS[provider].render(WORKLOAD(**kw))  # type: ignore[index]
+    return {p.part: p.manifest for p in rendered.parts}
+
+
+def container(deployment: dict[str, Any]) -> dict[str, Any]:
+    (only,) = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(only)
+
+
+def test_engine_deployment_on_gpus() -> None:
+    deployment = parts("Direct")["engine"]
+    assert deployment["metadata"]["namespace"] == "fleetgate-system"
+    assert deployment["spec"]["replicas"] == 3
+    selector = {"fleetgate.dev/workload": "md-team-a-qwen-0123456789"}
+    assert deployment["spec"]["selector"]["matchLabels"] == selector
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    engine_c = container(deployment)
+    assert engine_c["image"] == "vllm/vllm-openai:v0.10.2"
+    assert "command" not in engine_c
+    assert engine_c["args"] == ["Qwen/Qwen3-8B", "--served-model-name", REF]
+    assert engine_c["env"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    assert engine_c["resources"] == {
+        "requests": {"nvidia.com/gpu": "2"},
+        "limits": {"nvidia.com/gpu": "2"},
+    }
+    assert engine_c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert engine_c[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+
+
+def test_engine_deployment_on_cpu_asks_for_no_gpu() -> None:
+    deployment = parts("Direct", gpus=0)["engine"]
+    engine_c = container(deployment)
+    assert "resources" not in engine_c
+    assert "volumeMounts" not in engine_c
+    assert "tolerations" not in deployment["spec"]["template"]["spec"]
+
+
+def test_direct_service_and_backend() -> None:
+    rendered = PROVIDERS["Direct"].render(WORKLOAD())
+    service = {p.part: p.manifest for p in rendered.parts}["service"]
+    assert service["spec"]["selector"] == {"fleetgate.dev/workload": "md-team-a-qwen-0123456789"}
+    assert service["spec"]["ports"] == [
+        {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}
+    ]
+    assert rendered.backend_ref == {
+        "group": "",
+        "kind": "Service",
+        "name": "md-team-a-qwen-0123456789",
+        "port": 8000,
+    }
+    assert [p.part for p in rendered.parts] == ["engine", "service"]
+
+
+def test_llmd_pool_fronts_the_engine_pods() -> None:
+    rendered = PROVIDERS["LLMD"].render(WORKLOAD())
+    by_part = {p.part: p.manifest for p in rendered.parts}
+    pool = by_part["pool"]
+    assert pool["apiVersion"] == "inference.networking.k8s.io/v1"
+    assert pool["spec"]["selector"] == {
+        "matchLabels": {"fleetgate.dev/workload": "md-team-a-qwen-0123456789"}
+    }
+    assert pool["spec"]["targetPorts"] == [{"number": 8000}]
+    picker = pool["spec"]["endpointPickerRef"]
+    assert picker["failureMode"] == FAILURE_MODE, "set explicitly, never the CRD default"
+    assert picker["name"] == by_part["picker-service"]["metadata"]["name"]
+    assert picker["port"] == {"number": by_part["picker-service"]["spec"]["ports"][0]["port"]}
+    assert rendered.backend_ref == {
+        "group": "inference.networking.k8s.io",
+        "kind": "InferencePool",
+        "name": "md-team-a-qwen-0123456789",
+    }
+    assert "service" not in by_part, "the pool, not a Service, fronts the engines"
+    assert by_part["engine"] == parts("Direct")["engine"], "the same pods as Direct"
+
+
+def test_llmd_endpoint_picker() -> None:
+    by_part = parts("LLMD")
+    name = by_part["picker"]["metadata"]["name"]
+    args = container(by_part["picker"])["args"]
+    assert args[args.index("--pool-name") + 1] == "md-team-a-qwen-0123456789"
+    assert args[args.index("--pool-namespace") + 1] == "fleetgate-system"
+    pod = by_part["picker"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == by_part["picker-account"]["metadata"]["name"] == name
+    assert pod["volumes"] == [{"name": "config", "configMap": {"name": name}}]
+    config = by_part["picker-config"]["data"]["epp-config.yaml"]
+    assert json.loads(config) == PICKER_CONFIG
+    selector = by_part["picker"]["spec"]["selector"]["matchLabels"]
+    assert by_part["picker-service"]["spec"]["selector"] == selector
+    assert selector != by_part["engine"]["spec"]["selector"]["matchLabels"]
+    assert by_part["picker-binding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": name, "namespace": "fleetgate-system"}
+    ]
+    assert (
+        by_part["picker-binding"]["roleRef"]["name"] == by_part["picker-role"]["metadata"]["name"]
+    )
+    resources = {r for rule in by_part["picker-role"]["rules"] for r in rule["resources"]}
+    assert {"pods", "inferencepools"} <= resources
+
+
+def test_llmd_serves_vllm_on_gpus_only() -> None:
+    capability = PROVIDERS["LLMD"].capability
+    assert capability.refuses("vllm", 1, "Aggregated") is None
+    assert capability.refuses("sglang", 1, "Aggregated") is not None
+    assert capability.refuses("vllm", 0, "Aggregated") is not None
+    assert capability.refuses("vllm", 1, "Disaggregated") is not None
+    assert PROVIDERS["Direct"].capability.refuses("llamacpp", 0, "Aggregated") is None
+
+
+def test_http_route_on_the_cluster_gateway() -> None:
+    backend = {"group": "", "kind": "Service", "name": "svc", "port": 8000}
+    route = routing.http_route(WORKLOAD(), namespace="team-a", name="qwen", backend=backend)
+    assert route["metadata"]["namespace"] == "fleetgate-system"
+    assert route["spec"]["parentRefs"] == [
+        {
+            "group": "gateway.networking.k8s.io",
+            "kind": "Gateway",
+            "namespace": "fleetgate-system",
+            "name": names.CLUSTER_GATEWAY,
+            "sectionName": "https",
+        }
+    ]
+    (rule,) = route["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/team-a/qwen/"}}]
+    assert rule["filters"] == [
+        {
+            "type": "URLRewrite",
+            "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
+        }
+    ]
+    assert rule["backendRefs"] == [backend]
