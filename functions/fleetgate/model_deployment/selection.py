@@ -52,7 +52,7 @@ def choose(
     providers: Mapping[ServingProvider, Provider],
 ) -> Choice | Unchosen:
     available = ", ".join(sorted(providers))
-    engine = _sticky(
+    engine: tuple[EngineType, str] | None = _sticky(
         spec.engine.type, "spec.engine.type", previous.engine.type, previous.engine.selected_reason
     )
     if engine is None:
@@ -61,7 +61,7 @@ def choose(
             "spec.engine.type is unset and engines are not selected automatically yet: "
             "set one of vllm, sglang, trtllm, llamacpp",
         )
-    provider = _sticky(
+    provider: tuple[ServingProvider, str] | None = _sticky(
         spec.provider.name,
         "spec.provider.name",
         previous.provider.name,
