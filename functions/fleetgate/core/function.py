@@ -190,3 +190,42 @@ class Reconcile:
 def dump(model: Model) -> dict[str, Any]:
     """A model as the camelCase dict the API server stores."""
     return model.model_dump(by_alias=True, exclude_none=True)
+
+
+def keep_observed(rec: Reconcile, *prefixes: str) -> list[str]:
+    """Keep every observed resource whose name starts with one of ``prefixes`` (all if none).
+
+    For a step whose input is transiently missing: what it composed before
+    stays as it was instead of being deleted. Returns the names kept, sorted.
+
+    A kept Object that carries a Secret is scrubbed of its data: provider-
+    kubernetes writes the values it patched in from ``references`` back into
+    the Object it observed (crossplane-contrib/provider-kubernetes#223), and
+    carrying them over verbatim would put them into the desired state.
+    """
+    kept = sorted(
+        name for name in rec.req.observed.resources if not prefixes or name.startswith(prefixes)
+    )
+    for name in kept:
+        rec.keep(name)
+        desired = resource.struct_to_dict(rec.rsp.desired.resources[name].resource)
+        if scrub_secret(desired):
+            rec.compose(name, desired)
+    return kept
+
+
+SECRET_FIELDS = ("data", "stringData")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def scrub_secret(obj: dict[str, Any]) -> bool:
+    """Remove Secret values from an Object (or a Secret) in place; True if it carried a Secret."""
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    target = manifest if isinstance(manifest, dict) else obj
+    if target.get("kind") != "Secret":
+        return False
+    for key in SECRET_FIELDS:
+        target.pop(key, None)
+    for meta in (obj.get("metadata") or {}, target.get("metadata") or {}):
+        (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
+    return True

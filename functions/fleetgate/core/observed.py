@@ -30,3 +30,21 @@ def configmap_value(observed: dict[str, Any] | None, key: str) -> str | None:
     data = (remote_manifest(observed) or {}).get("data") or {}
     value = data.get(key)
     return value if isinstance(value, str) and value.strip() else None
+
+
+def list_conditions(
+    obj: dict[str, Any] | None, list_field: str, type_: str
+) -> list[dict[str, Any]]:
+    """Conditions of ``type_`` reported per entry of ``status.<list_field>``.
+
+    Gateway API policies report per ancestor (``ancestors``), routes per parent
+    (``parents``); each entry carries its own conditions.
+    """
+    entries = ((obj or {}).get("status") or {}).get(list_field) or []
+    return [
+        c
+        for entry in entries
+        if isinstance(entry, dict)
+        for c in entry.get("conditions") or []
+        if isinstance(c, dict) and c.get("type") == type_
+    ]
