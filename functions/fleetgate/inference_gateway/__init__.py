@@ -1,0 +1,1 @@
+"""compose-inference-gateway: the fleet gateway, everything gateway-scoped on its cluster."""

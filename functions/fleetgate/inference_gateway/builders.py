@@ -1,0 +1,288 @@
+"""The front door: what callers reach, as plain manifests for the gateway's cluster.
+
+Pure functions of typed inputs. Each returns the remote object (the composer
+wraps it in a provider-kubernetes Object); nothing here reads a request.
+"""
+
+from typing import Any, Final
+
+from fleetgate.core.constants import (
+    AI_GATEWAY_METADATA_NAMESPACE,
+    CALLER_HEADER,
+    INPUT_TOKENS_KEY,
+    MODEL_HEADER,
+    OUTPUT_TOKENS_KEY,
+    TOTAL_TOKENS_KEY,
+)
+from fleetgate.core.models import Failover
+from fleetgate.core.objects import Manifest
+from fleetgate.inference_gateway.naming import GatewayNames
+
+ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
+ENVOY_GATEWAY_API: Final = f"{ENVOY_GATEWAY}/v1alpha1"
+GATEWAY_API: Final = "gateway.networking.k8s.io"
+GATEWAY_API_VERSION: Final = f"{GATEWAY_API}/v1"
+
+HTTP_PORT: Final = 80
+HTTPS_PORT: Final = 443
+HEALTHZ_PATH: Final = "/healthz"
+# Envoy AI Gateway's default endpoint prefixes (its chart's endpointConfig).
+OPENAI_PREFIX: Final = "/v1"
+ANTHROPIC_PREFIX: Final = "/anthropic/v1"
+
+# Anthropic SDKs send their key in x-api-key; OpenAI SDKs as a bearer token.
+API_KEY_HEADERS: Final = ("Authorization", "x-api-key")
+
+# Without retriable-status-codes among the triggers Envoy ignores the status
+# codes; the others cover a backend that never answered.
+RETRY_TRIGGERS: Final = ("connect-failure", "refused-stream", "reset")
+RETRY_ON_STATUS: Final = "retriable-status-codes"
+
+
+def _gateway_ref(names: GatewayNames) -> dict[str, str]:
+    return {"group": GATEWAY_API, "kind": "Gateway", "name": names.gateway}
+
+
+def _metadata(key: str) -> str:
+    return f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:{key})%"
+
+
+# One JSON line per request: who called, which model they asked for, which
+# endpoint served it under which name, and what it cost. Caller and tokens
+# come from AI Gateway metadata, not headers: the caller header is stripped
+# before third-party backends, so a header-based record would lose exactly the
+# requests that spend provider money. The caller reaches the metadata through
+# the AI Gateway controller's logRequestHeaderAttributes
+# (x-fleetgate-caller:caller), set where the serving stack is installed.
+USAGE_RECORD: Final[dict[str, str]] = {
+    "start_time": "%START_TIME%",
+    "request_id": "%REQ(X-REQUEST-ID)%",
+    "caller": _metadata("caller"),
+    "model": f"%REQ({MODEL_HEADER.upper()})%",
+    "endpoint": _metadata("ai_service_backend_name"),
+    "served_model": _metadata("model_name_override"),
+    "response_model": _metadata("response_model"),
+    "input_tokens": _metadata(INPUT_TOKENS_KEY),
+    "output_tokens": _metadata(OUTPUT_TOKENS_KEY),
+    "total_tokens": _metadata(TOTAL_TOKENS_KEY),
+    "status": "%RESPONSE_CODE%",
+    "response_flags": "%RESPONSE_FLAGS%",
+    "duration_ms": "%DURATION%",
+}
+
+# Kubernetes gives pods ndots:5; every backend hostname has fewer dots, so each
+# lookup walks the search domains first and a slow resolver stalls Envoy into
+# 503s. Envoy Gateway has no dnsConfig field: patch the Deployment.
+NDOTS_PATCH: Final[dict[str, Any]] = {
+    "spec": {"template": {"spec": {"dnsConfig": {"options": [{"name": "ndots", "value": "1"}]}}}}
+}
+
+
+def envoy_proxy(names: GatewayNames) -> Manifest:
+    """The Envoy deployment behind this Gateway: ndots:1 and the usage record."""
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "EnvoyProxy",
+        names.envoy_proxy,
+        spec={
+            "provider": {
+                "type": "Kubernetes",
+                "kubernetes": {
+                    "envoyDeployment": {"patch": {"type": "StrategicMerge", "value": NDOTS_PATCH}}
+                },
+            },
+            "telemetry": {
+                "accessLog": {
+                    "settings": [
+                        {
+                            "format": {"type": "JSON", "json": dict(USAGE_RECORD)},
+                            "sinks": [{"type": "File", "file": {"path": "/dev/stdout"}}],
+                        }
+                    ]
+                }
+            },
+        },
+    )
+
+
+def gateway(
+    names: GatewayNames,
+    *,
+    gateway_class: str,
+    hostname: str | None,
+    tls_secrets: list[str] | None,
+) -> Manifest:
+    """The Gateway: plain HTTP for health checks by address, HTTPS for ``hostname``.
+
+    The http listener has no hostname (a listener hostname filters on Host and
+    would 404 a health check by address). Routes attach from this namespace
+    only: anyone who may create an HTTPRoute elsewhere on the cluster must not
+    reach the authenticated front door.
+    """
+    same_namespace = {"namespaces": {"from": "Same"}}
+    listeners: list[dict[str, Any]] = [
+        {"name": "http", "protocol": "HTTP", "port": HTTP_PORT, "allowedRoutes": same_namespace}
+    ]
+    if tls_secrets:
+        listeners.append(
+            {
+                "name": "https",
+                "protocol": "HTTPS",
+                "port": HTTPS_PORT,
+                "hostname": hostname,
+                "tls": {
+                    "mode": "Terminate",
+                    "certificateRefs": [
+                        {"group": "", "kind": "Secret", "name": s} for s in tls_secrets
+                    ],
+                },
+                "allowedRoutes": same_namespace,
+            }
+        )
+    return names.remote(
+        GATEWAY_API_VERSION,
+        "Gateway",
+        names.gateway,
+        spec={
+            "gatewayClassName": gateway_class,
+            # Per Gateway, not per class: the class is shared with the cluster
+            # gateway and with other fleet gateways on this cluster.
+            "infrastructure": {
+                "parametersRef": {
+                    "group": ENVOY_GATEWAY,
+                    "kind": "EnvoyProxy",
+                    "name": names.envoy_proxy,
+                }
+            },
+            "listeners": listeners,
+        },
+    )
+
+
+def projected_secret(name: str, names: GatewayNames, *, type_: str) -> Manifest:
+    """A Secret on the cluster whose data provider-kubernetes patches in (no values here)."""
+    return names.remote("v1", "Secret", name, type=type_)
+
+
+def caller_auth(names: GatewayNames, caller_secrets: list[str]) -> Manifest:
+    """API-key authentication on every route of the Gateway; the caller passed on by name."""
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "SecurityPolicy",
+        names.caller_policy,
+        spec={
+            "targetRefs": [_gateway_ref(names)],
+            "apiKeyAuth": {
+                "credentialRefs": [
+                    {"group": "", "kind": "Secret", "name": s} for s in caller_secrets
+                ],
+                "extractFrom": [{"headers": list(API_KEY_HEADERS)}],
+                "forwardClientIDHeader": CALLER_HEADER,
+                # The key stops here: no backend, least of all a provider, sees it.
+                "sanitize": True,
+            },
+        },
+    )
+
+
+def failover_policy(names: GatewayNames, failover: Failover) -> Manifest:
+    """Retries across priorities and passive outlier detection for every route."""
+    codes = sorted(set(failover.retry_on.http_status_codes))
+    retry_on: dict[str, Any] = {
+        "triggers": [*RETRY_TRIGGERS, *([RETRY_ON_STATUS] if codes else [])]
+    }
+    if codes:
+        retry_on["httpStatusCodes"] = codes
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "BackendTrafficPolicy",
+        names.failover_policy,
+        spec={
+            "targetRefs": [_gateway_ref(names)],
+            "retry": {
+                # Without it Envoy never moves to the next priority: every
+                # tier shares traffic and ModelService priorities mean nothing.
+                "numAttemptsPerPriority": 1,
+                "numRetries": failover.retries,
+                "retryOn": retry_on,
+            },
+            "healthCheck": {
+                "passive": {
+                    "consecutive5XxErrors": failover.outlier_detection.consecutive5xx_errors,
+                    "baseEjectionTime": failover.outlier_detection.base_ejection_time,
+                    # All of a service's endpoints share one Envoy cluster; the
+                    # default 10% would never eject the only bad one of two.
+                    "maxEjectionPercent": 100,
+                },
+                # A sibling of passive, not inside it: nested, the API server
+                # prunes it and panic mode keeps sending to ejected hosts.
+                "panicThreshold": 0,
+            },
+        },
+    )
+
+
+def healthz_filter(names: GatewayNames) -> Manifest:
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "HTTPRouteFilter",
+        names.healthz,
+        spec={
+            "directResponse": {
+                "statusCode": 200,
+                "contentType": "application/json",
+                "body": {"type": "Inline", "inline": '{"status":"ok"}'},
+            }
+        },
+    )
+
+
+def healthz_route(names: GatewayNames) -> Manifest:
+    """GET /healthz answers 200 from Envoy itself, on every listener."""
+    return names.remote(
+        GATEWAY_API_VERSION,
+        "HTTPRoute",
+        names.healthz,
+        spec={
+            "parentRefs": [_gateway_ref(names)],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "Exact", "value": HEALTHZ_PATH}}],
+                    "filters": [
+                        {
+                            "type": "ExtensionRef",
+                            "extensionRef": {
+                                "group": ENVOY_GATEWAY,
+                                "kind": "HTTPRouteFilter",
+                                "name": names.healthz,
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+
+
+def healthz_open(names: GatewayNames) -> Manifest:
+    """With auth on: a route-level policy replaces the Gateway's, so health checks need no key."""
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "SecurityPolicy",
+        names.healthz,
+        spec={
+            "targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": names.healthz}],
+            "authorization": {"defaultAction": "Allow"},
+        },
+    )
+
+
+def endpoints(*, hostname: str | None, tls: bool, address: str | None) -> dict[str, str]:
+    """The base URLs callers use; empty until there is a name or an address to use."""
+    if hostname:
+        base = f"{'https' if tls else 'http'}://{hostname}"
+    elif address:
+        base = f"http://[{address}]" if ":" in address else f"http://{address}"
+    else:
+        return {}
+    return {"openAI": base + OPENAI_PREFIX, "anthropic": base + ANTHROPIC_PREFIX}

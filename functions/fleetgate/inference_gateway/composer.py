@@ -1,0 +1,241 @@
+"""An InferenceGateway composes the fleet gateway onto the InferenceCluster it names.
+
+Three independent parts, each gated only on what it needs:
+
+* the client PKI, once the cluster is registered: clusters trust this
+  gateway through its CA, so it is issued before anything else;
+* the front door (Gateway, EnvoyProxy, caller auth, failover, /healthz), once
+  its caller keys and TLS Secrets exist; until then whatever it composed
+  before keeps serving, and nothing half-open is added;
+* CA copies and name resolution for every cluster that has published its
+  gateway, once the fleet's clusters (and gateways, for ownership) resolve.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.core.function import Reconcile, keep_observed
+from fleetgate.core.models import InferenceCluster, InferenceGateway
+from fleetgate.core.objects import Manifest, remote_object
+from fleetgate.core.observed import configmap_value, is_ready, remote_manifest
+from fleetgate.core.pki import BUNDLE_KEY
+from fleetgate.core.secrets import secret_key_patch
+from fleetgate.inference_gateway import builders, inputs, naming, resolution
+from fleetgate.inference_gateway.inputs import Blocked, CallerKeys, FrontDoor, Target
+from fleetgate.inference_gateway.naming import GatewayNames
+from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
+from fleetgate.inference_gateway.status import gateway_address, gateway_ready
+
+CONDITION = "GatewayReady"
+CLIENT_USAGES = ["client auth", "digital signature"]
+
+
+def compose(rec: Reconcile) -> None:
+    gateway = rec.composite(InferenceGateway)
+    names = GatewayNames(gateway.metadata.name)
+    target = inputs.target(rec, gateway)
+    front_door = inputs.front_door(rec, gateway)
+    clusters = inputs.clusters(rec)
+    peers = inputs.peers(rec)
+    if isinstance(target, Blocked):
+        _hold(rec, target)
+        _report(rec, gateway, names, target)
+        return
+    on = OnCluster(rec, names, target)
+    on.client_pki()
+    if isinstance(front_door, Blocked):
+        _hold(rec, front_door, *naming.FRONT_DOOR)
+    else:
+        on.front_door(gateway, front_door)
+    reachable = None if clusters is None else _reachable(rec, clusters)
+    on.cluster_cas(reachable)
+    on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
+    _report(rec, gateway, names, front_door if isinstance(front_door, Blocked) else None)
+
+
+def _hold(rec: Reconcile, blocked: Blocked, *prefixes: str) -> None:
+    """A gate is closed: keep what the gated part composed before, and say what is missing."""
+    keep_observed(rec, *prefixes)
+    rec.warning(f"gateway not (fully) served: {blocked.message}", blocked.reason)
+
+
+def _reachable(rec: Reconcile, clusters: list[InferenceCluster]) -> list[PublishedCluster]:
+    """Clusters this gateway can reach by name; the ones it cannot are named in a warning."""
+    usable, unusable = resolution.published(clusters)
+    for cluster in unusable:
+        rec.warning(
+            f"InferenceCluster {cluster.name} is not reachable by name: {cluster.why}",
+            "ClusterUnreachable",
+        )
+    return usable
+
+
+@dataclass(frozen=True)
+class OnCluster:
+    """Composing this gateway's objects onto its cluster."""
+
+    rec: Reconcile
+    names: GatewayNames
+    target: Target
+
+    def put(
+        self,
+        key: str,
+        manifest: Manifest,
+        *,
+        observe_only: bool = False,
+        references: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Compose ``manifest`` as a remote Object; ready once Crossplane saw it ready."""
+        obj = remote_object(
+            manifest=manifest,
+            provider_config=self.target.provider_config,
+            namespace=SYSTEM_NAMESPACE,
+            observe_only=observe_only,
+            references=references,
+        )
+        self.rec.compose(key, obj, ready=True if is_ready(self.rec.observed(key)) else None)
+
+    def client_pki(self) -> None:
+        ca = self.names.client_ca
+        for role, manifest in ca.manifests().items():
+            self.put(naming.pki_key(role), manifest)
+        leaf = ca.leaf(
+            self.names.client_certificate, subject=self.names.client_subject, usages=CLIENT_USAGES
+        )
+        self.put(naming.CLIENT_CERTIFICATE, leaf)
+        # trust-manager owns the ConfigMap; observing it is how the CA
+        # certificate (never its key: that stays in a Secret nothing
+        # observes) reaches status.
+        self.put(naming.CLIENT_CA_CONFIGMAP, ca.published(), observe_only=True)
+
+    def front_door(self, gateway: InferenceGateway, inputs: FrontDoor) -> None:
+        names = self.names
+        tls_copies = [self.tls_secret(source) for source in inputs.tls or []]
+        self.put(naming.ENVOY_PROXY, builders.envoy_proxy(names))
+        listeners = builders.gateway(
+            names,
+            gateway_class=self.target.gateway_class,
+            hostname=gateway.spec.hostname,
+            tls_secrets=tls_copies,
+        )
+        self.put(naming.GATEWAY, listeners)
+        self.put(naming.FAILOVER, builders.failover_policy(names, gateway.spec.failover))
+        self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
+        self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))
+        callers = inputs.callers
+        if callers is None:
+            return
+        self.put(naming.CALLER_AUTH, builders.caller_auth(names, self.caller_secret(callers)))
+        self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
+        if callers.shadowed:
+            self.rec.warning(
+                "caller identities found in more than one selected Secret: "
+                f"{', '.join(callers.shadowed)}; the Secret first by name provides the key",
+                "DuplicateCaller",
+            )
+
+    def tls_secret(self, source: str) -> str:
+        remote = self.names.tls(source)
+        refs = [
+            secret_key_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=key)
+            for key in inputs.TLS_CERT_KEYS
+        ]
+        manifest = builders.projected_secret(remote, self.names, type_="kubernetes.io/tls")
+        self.put(naming.tls_key(source), manifest, references=refs)
+        return remote
+
+    def caller_secret(self, callers: CallerKeys) -> list[str]:
+        """Project every caller key into one Secret; return the Secret(s) the policy names.
+
+        A new set of identities gets a new Secret (``GatewayNames.caller_keys``
+        says why). Until it exists on the cluster the policy keeps naming the
+        old one: a SecurityPolicy naming a missing Secret fails every route.
+        """
+        key_set = naming.key_set_digest(list(callers.sources))
+        key = naming.caller_keys_key(key_set)
+        remote = self.names.caller_keys(key_set)
+        refs = [
+            secret_key_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=identity)
+            for identity, source in callers.sources.items()
+        ]
+        manifest = builders.projected_secret(remote, self.names, type_="Opaque")
+        self.put(key, manifest, references=refs)
+        observed = self.rec.req.observed.resources
+        previous = sorted(n for n in observed if n.startswith(naming.CALLER_KEYS) and n != key)
+        if not previous or is_ready(self.rec.observed(key)):
+            return [remote]
+        for name in previous:
+            keep_observed(self.rec, name)
+        old = (_applied_name(self.rec.observed(name)) for name in previous)
+        return sorted(name for name in old if name) or [remote]
+
+    def cluster_cas(self, reachable: list[PublishedCluster] | None) -> None:
+        """This gateway's copy of each published cluster's CA, which its Backends trust."""
+        if reachable is None:
+            keep_observed(self.rec, naming.CLUSTER_CA)
+            return
+        for cluster in reachable:
+            if cluster.ca_certificate:
+                manifest = resolution.cluster_ca(cluster, self.names)
+                self.put(naming.cluster_ca_key(cluster.name), manifest)
+            else:
+                self.rec.warning(
+                    f"InferenceCluster {cluster.name} published a hostname but no CA "
+                    "certificate: its endpoints cannot be reached over mutual TLS from here",
+                    "ClusterCAMissing",
+                )
+
+    def name_resolution(
+        self, reachable: list[PublishedCluster] | None, peers: list[Peer] | None, me: Peer
+    ) -> None:
+        """The Services making each cluster's hostname resolve, if this gateway owns them."""
+        if reachable is None or peers is None:
+            keep_observed(self.rec, naming.RESOLVE)
+            return
+        if resolution.resolver(me, peers) != me.name:
+            return
+        for cluster in reachable:
+            self.put(naming.resolve_key(cluster.name), resolution.service(cluster, self.names))
+            if cluster.family is not None:
+                key = naming.resolve_slice_key(cluster.name, cluster.family)
+                self.put(key, resolution.endpoint_slice(cluster, self.names))
+
+
+def _applied_name(observed: dict[str, Any] | None) -> str:
+    """The remote name an observed Object was asked to apply."""
+    manifest = (((observed or {}).get("spec") or {}).get("forProvider") or {}).get("manifest")
+    return str(((manifest or {}).get("metadata") or {}).get("name") or "")
+
+
+def _report(
+    rec: Reconcile, gateway: InferenceGateway, names: GatewayNames, blocked: Blocked | None
+) -> None:
+    """Status from what Crossplane observed, and GatewayReady saying what is still missing."""
+    observed_gateway = remote_manifest(rec.observed(naming.GATEWAY))
+    address = gateway_address(observed_gateway)
+    spec = gateway.spec
+    status: dict[str, Any] = {}
+    if address:
+        status["address"] = address
+    ca = configmap_value(rec.observed(naming.CLIENT_CA_CONFIGMAP), BUNDLE_KEY)
+    if ca:
+        status["clientCACertificate"] = ca
+    endpoints = builders.endpoints(
+        hostname=spec.hostname, tls=spec.tls is not None, address=address
+    )
+    if endpoints:
+        status["endpoints"] = endpoints
+    rec.set_status(**status)
+    ready = gateway_ready(
+        blocked=blocked,
+        gateway=observed_gateway,
+        caller_auth=remote_manifest(rec.observed(naming.CALLER_AUTH)),
+        auth=spec.auth is not None,
+        where=f"Gateway {names.gateway} on InferenceCluster {spec.cluster_name}",
+    )
+    rec.condition(CONDITION, ready.status, ready.reason, ready.message)
+    rec.set_ready(ready.status == "True")
+    if ready.reason == "CallerAuthRejected":
+        rec.warning(ready.message, ready.reason)

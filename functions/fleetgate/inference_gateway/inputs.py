@@ -1,0 +1,217 @@
+"""What the gateway needs from the control plane, read once per call.
+
+Every requirement is declared on every call (Crossplane settles them once
+they are stable). A requirement Crossplane has not resolved yet is told apart
+from one that resolved to nothing: the first is a wait, the second a finding.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
+from fleetgate.core.errors import InputError
+from fleetgate.core.function import Reconcile, Selector
+from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
+from fleetgate.core.secrets import secret_keys
+from fleetgate.core.selectors import Every
+from fleetgate.inference_gateway.resolution import Peer
+
+CLUSTER: Final = "cluster"
+CLUSTERS: Final = "clusters"
+GATEWAYS: Final = "gateways"
+CALLERS: Final = "caller-secrets"
+TLS_CERT_KEYS: Final = ("tls.crt", "tls.key")
+
+
+def tls_requirement(secret: str) -> str:
+    return f"tls-secret-{secret}"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A gate not yet passed: the GatewayReady reason and what a person should do."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the gateway's objects land."""
+
+    cluster: str
+    provider_config: str
+    gateway_class: str
+
+
+@dataclass(frozen=True)
+class CallerKeys:
+    """Every caller identity, each with the Secret its key is copied from."""
+
+    sources: dict[str, str]  # identity -> source Secret name
+    shadowed: list[str]  # identities found in more than one Secret (the first Secret wins)
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """What the Gateway and its policies are built from: caller keys and TLS Secrets."""
+
+    callers: CallerKeys | None  # None: no spec.auth
+    tls: list[str] | None  # None: no spec.tls
+
+
+def front_door(rec: Reconcile, gateway: InferenceGateway) -> FrontDoor | Blocked:
+    """Both inputs of the front door, or the first gate not passed (callers, then TLS)."""
+    callers = caller_keys(rec, gateway)
+    tls = tls_secrets(rec, gateway)
+    if isinstance(callers, Blocked):
+        return callers
+    if isinstance(tls, Blocked):
+        return tls
+    return FrontDoor(callers, tls)
+
+
+def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Blocked:
+    name = gateway.spec.cluster_name
+    clusters = rec.require_all(
+        CLUSTER, Selector(API_VERSION, "InferenceCluster", name=name), InferenceCluster
+    )
+    if clusters is None:
+        return Blocked(
+            "WaitingForCluster", f"waiting for Crossplane to look up InferenceCluster {name}"
+        )
+    if not clusters:
+        return Blocked(
+            "ClusterNotFound",
+            f"InferenceCluster {name} (spec.clusterName) does not exist: create it or name another",
+        )
+    cluster = clusters[0]
+    provider_config = cluster.status.provider_config_ref.name
+    if not provider_config:
+        return Blocked(
+            "ClusterNotRegistered",
+            f"InferenceCluster {name} has not published status.providerConfigRef yet: "
+            "it is still being registered (check its conditions)",
+        )
+    return Target(name, provider_config, cluster.spec.gateway.class_name)
+
+
+def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Blocked | None:
+    """The caller keys ``spec.auth`` selects; None without auth.
+
+    A selector that matches no key is refused rather than composed: a
+    SecurityPolicy over no keys denies everyone, and one over no Secret at all
+    fails every route with a 500.
+    """
+    if gateway.spec.auth is None:
+        return None
+    labels = dict(gateway.spec.auth.secret_selector.match_labels)
+    if not labels:
+        # The XRD requires a label; an empty selector would make every Secret
+        # in fleetgate-system (kubeconfigs included) a caller key.
+        raise InputError("spec.auth.secretSelector.matchLabels: at least one label is required")
+    secrets = rec.require(
+        CALLERS, Selector("v1", "Secret", labels=labels, namespace=SYSTEM_NAMESPACE)
+    )
+    selector = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    if secrets is None:
+        return Blocked(
+            "WaitingForCallerKeys",
+            f"waiting for Crossplane to look up caller-key Secrets ({selector})",
+        )
+    sources: dict[str, str] = {}
+    shadowed: set[str] = set()
+    for secret in sorted(secrets, key=_name):
+        for key in secret_keys(secret):
+            if key in sources:
+                shadowed.add(key)
+            else:
+                sources[key] = _name(secret)
+    if not sources:
+        return Blocked(
+            "NoCallerKeys",
+            f"spec.auth.secretSelector ({selector}) matches no Secret in {SYSTEM_NAMESPACE} "
+            "holding a key: no caller could authenticate, so the gateway is not served; "
+            "label a caller-key Secret or remove spec.auth",
+        )
+    return CallerKeys(dict(sorted(sources.items())), sorted(shadowed))
+
+
+def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Blocked | None:
+    """The TLS Secrets ``spec.tls`` names, once each exists with a certificate and key."""
+    if gateway.spec.tls is None:
+        return None
+    refs = [ref.name for ref in gateway.spec.tls.certificate_refs]
+    if len(set(refs)) != len(refs):
+        raise InputError("spec.tls.certificateRefs: names must be unique")
+    waiting, missing, invalid = [], [], []
+    for ref in refs:
+        found = rec.require(
+            tls_requirement(ref), Selector("v1", "Secret", name=ref, namespace=SYSTEM_NAMESPACE)
+        )
+        if found is None:
+            waiting.append(ref)
+        elif not found:
+            missing.append(ref)
+        elif not set(TLS_CERT_KEYS) <= set(secret_keys(found[0])):
+            invalid.append(ref)
+    where = f"in {SYSTEM_NAMESPACE}"
+    if missing:
+        return Blocked(
+            "TLSSecretMissing",
+            f"TLS Secret(s) {', '.join(missing)} {where} (spec.tls.certificateRefs) do not exist",
+        )
+    if invalid:
+        return Blocked(
+            "TLSSecretInvalid",
+            f"TLS Secret(s) {', '.join(invalid)} {where} lack {' or '.join(TLS_CERT_KEYS)}: "
+            "a kubernetes.io/tls Secret is expected",
+        )
+    if waiting:
+        return Blocked(
+            "WaitingForTLSSecret",
+            f"waiting for Crossplane to look up TLS Secret(s) {', '.join(waiting)}",
+        )
+    return refs
+
+
+def clusters(rec: Reconcile) -> list[InferenceCluster] | None:
+    """Every InferenceCluster (for name resolution and CAs); None until resolved."""
+    found = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
+    if found is not None:
+        _unique("InferenceCluster", [c.metadata.name for c in found])
+    return found
+
+
+def peers(rec: Reconcile) -> list[Peer] | None:
+    """Every InferenceGateway, for the name-resolution ownership rule; None until resolved."""
+    found = rec.require(GATEWAYS, Every(API_VERSION, "InferenceGateway"))
+    if found is None:
+        return None
+    result = [peer(raw) for raw in found]
+    _unique("InferenceGateway", [p.name for p in result])
+    return result
+
+
+def peer(raw: dict[str, Any]) -> Peer:
+    """A gateway (this one or another) reduced to what the ownership rule reads."""
+    gateway = parse(InferenceGateway, raw, f"InferenceGateway {_name(raw) or '?'}")
+    meta = raw.get("metadata") or {}
+    return Peer(
+        name=gateway.metadata.name,
+        cluster=gateway.spec.cluster_name,
+        created=str(meta.get("creationTimestamp") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def _unique(kind: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in sorted(names):
+        if name in seen:
+            raise InputError(f"required {kind}s: {name} appears more than once")
+        seen.add(name)
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

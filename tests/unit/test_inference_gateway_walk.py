@@ -1,0 +1,354 @@
+"""compose-inference-gateway over several passes: readiness, status, key rotation, names."""
+
+import pytest
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from fleetgate.core import names
+from tests.unit.test_inference_gateway_support import (
+    GATEWAY,
+    HOME,
+    PROGRAMMED,
+    Obj,
+    accepted,
+    ca_pem,
+    callers,
+    cluster_xr,
+    echo,
+    fleet,
+    gateway_xr,
+    manifest,
+    published_ca,
+)
+
+CLIENT_CA = ca_pem("fleet gateway public client")
+
+
+def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
+    full = fleet(full=True)
+    out = full.with_(cluster=None, clusters=None, gateways=None, callers=None, tls={}).run()
+    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForCluster")
+    assert out.desired == {}
+
+    out = full.with_(cluster=[cluster_xr(provider_config=None)]).run()
+    assert out.conditions["GatewayReady"][:2] == ("False", "ClusterNotRegistered")
+    assert out.desired == {}
+
+    out = full.run()
+    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForGateway")
+    assert "clientCACertificate" not in out.composite.get("status", {})
+    assert all(r.ready == fnv1.READY_UNSPECIFIED for r in out.rsp.desired.resources.values())
+
+    # The PKI is issued and trust-manager has published the CA; the Gateway
+    # has an address but is not programmed yet.
+    remote = {
+        "client-ca-configmap": published_ca(CLIENT_CA),
+        "gateway": {"status": {"addresses": PROGRAMMED["status"]["addresses"]}},
+    }
+    out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
+    status = out.composite["status"]
+    assert status["clientCACertificate"] == CLIENT_CA
+    assert status["address"] == "198.51.100.7"
+    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForGateway")
+    ready = {k for k, r in out.rsp.desired.resources.items() if r.ready == fnv1.READY_TRUE}
+    assert "client-ca-certificate" in ready
+    assert "gateway" not in ready
+
+    remote |= {"gateway": PROGRAMMED, "caller-auth": accepted()}
+    out = full.run(echo(out, remote=remote))
+    assert out.conditions["GatewayReady"][:2] == ("True", "GatewayProgrammed")
+    assert out.composite_ready == "READY_TRUE"
+    assert out.composite["status"]["endpoints"] == {
+        "openAI": "https://ai.example.com/v1",
+        "anthropic": "https://ai.example.com/anthropic/v1",
+    }
+    assert out.warnings == []
+    assert all(r.ready == fnv1.READY_TRUE for r in out.rsp.desired.resources.values())
+
+
+READINESS_CASES: list[tuple[str, dict[str, Obj], str, str]] = [
+    # name, what the cluster reports, GatewayReady status, reason
+    (
+        "address alone is not readiness",
+        {"gateway": {"status": {"addresses": [{"value": "198.51.100.7"}]}}},
+        "False",
+        "WaitingForGateway",
+    ),
+    (
+        "programmed, policy not yet looked at",
+        {"gateway": PROGRAMMED},
+        "False",
+        "WaitingForCallerAuth",
+    ),
+    (
+        "programmed, policy rejected",
+        {"gateway": PROGRAMMED, "caller-auth": accepted("False", "Invalid")},
+        "False",
+        "CallerAuthRejected",
+    ),
+    (
+        "programmed and accepted",
+        {"gateway": PROGRAMMED, "caller-auth": accepted()},
+        "True",
+        "GatewayProgrammed",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("remote", "status", "reason"),
+    [c[1:] for c in READINESS_CASES],
+    ids=[c[0] for c in READINESS_CASES],
+)
+def test_gateway_ready_needs_a_programmed_gateway_and_an_accepted_policy(
+    remote: dict[str, Obj], status: str, reason: str
+) -> None:
+    full = fleet(full=True)
+    out = full.run(echo(full.run(), remote=remote))
+    assert out.conditions["GatewayReady"][:2] == (status, reason)
+    if reason == "CallerAuthRejected":
+        assert "Invalid" in out.conditions["GatewayReady"][2]
+        assert any("rejected" in w for w in out.warnings)
+
+
+def test_without_auth_a_programmed_gateway_is_ready() -> None:
+    minimal = fleet()
+    out = minimal.run(echo(minimal.run(), remote={"gateway": PROGRAMMED}))
+    assert out.conditions["GatewayReady"][:2] == ("True", "GatewayProgrammed")
+    assert out.composite["status"]["endpoints"]["openAI"] == "http://198.51.100.7/v1"
+
+
+# --- caller keys change -------------------------------------------------------------
+
+
+def caller_secret_key(desired: dict[str, Obj]) -> list[str]:
+    return sorted(k for k in desired if k.startswith("caller-keys-"))
+
+
+def test_changed_callers_move_to_a_new_secret_once_it_exists() -> None:
+    before = fleet(full=True)
+    first = before.run()
+    (old_key,) = caller_secret_key(first.desired)
+    old_name = manifest(first.desired[old_key])["metadata"]["name"]
+
+    # Bob is revoked: a new Secret holds Alice only; the policy keeps naming
+    # the old Secret until the new one is on the cluster.
+    revoked = before.with_(callers=[callers(keys={"alice": "sk-alice"})])
+    out = revoked.run(echo(first))
+    new_keys = [k for k in caller_secret_key(out.desired) if k != old_key]
+    assert len(new_keys) == 1
+    (new_key,) = new_keys
+    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
+    refs = manifest(out.desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
+    assert [r["name"] for r in refs] == [old_name]
+    new_name = manifest(out.desired[new_key])["metadata"]["name"]
+    assert new_name != old_name
+
+    out = revoked.run(echo(out))
+    assert caller_secret_key(out.desired) == [new_key], "the revoked key's Secret goes"
+    refs = manifest(out.desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
+    assert [r["name"] for r in refs] == [new_name]
+
+
+def test_unchanged_callers_keep_their_secret() -> None:
+    full = fleet(full=True)
+    first = full.run()
+    again = full.run(echo(first))
+    assert caller_secret_key(again.desired) == caller_secret_key(first.desired)
+
+
+# --- name resolution -----------------------------------------------------------------
+
+HEADLESS = {
+    "type": "ClusterIP",
+    "clusterIP": "None",
+    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}],
+}
+RESOLUTION_CASES: list[tuple[str, Obj, dict[str, str], Obj]] = [
+    # name, cluster, expected key → kind, expected Service spec
+    (
+        "IPv4: headless Service and an IPv4 slice",
+        cluster_xr("eu-west", address="203.0.113.10"),
+        {"resolve-": "Service", "resolve-ipv4-": "EndpointSlice", "cluster-ca-": "ConfigMap"},
+        HEADLESS,
+    ),
+    (
+        "IPv6: headless Service and an IPv6 slice",
+        cluster_xr("eu-west", address="2001:db8::10"),
+        {"resolve-": "Service", "resolve-ipv6-": "EndpointSlice", "cluster-ca-": "ConfigMap"},
+        HEADLESS,
+    ),
+    (
+        "DNS name: ExternalName",
+        cluster_xr("eu-west", address="a1b2.elb.example.net"),
+        {"resolve-": "Service", "cluster-ca-": "ConfigMap"},
+        {"type": "ExternalName", "externalName": "a1b2.elb.example.net"},
+    ),
+    (
+        "address without hostname: nothing",
+        cluster_xr("eu-west", address="203.0.113.10", hostname=False),
+        {},
+        {},
+    ),
+    ("nothing published: nothing", cluster_xr("eu-west"), {}, {}),
+    (
+        "hostname but no CA: name only",
+        cluster_xr("eu-west", address="lb.example.net", ca=False),
+        {"resolve-": "Service"},
+        {"type": "ExternalName", "externalName": "lb.example.net"},
+    ),
+]
+
+
+def resolution_keys(desired: dict[str, Obj]) -> dict[str, str]:
+    label = names.cluster_label("eu-west")
+    return {
+        key.removesuffix(label): manifest(obj)["kind"]
+        for key, obj in desired.items()
+        if key.endswith(label)
+    }
+
+
+@pytest.mark.parametrize(
+    ("cluster", "composed", "service"),
+    [c[1:] for c in RESOLUTION_CASES],
+    ids=[c[0] for c in RESOLUTION_CASES],
+)
+def test_cluster_names_resolve_on_the_gateway_cluster(
+    cluster: Obj, composed: dict[str, str], service: Obj
+) -> None:
+    out = fleet(clusters=[cluster_xr(), cluster]).run()
+    assert resolution_keys(out.desired) == composed
+    label = names.cluster_label("eu-west")
+    if not composed:
+        return
+    svc = manifest(out.desired[f"resolve-{label}"])
+    assert svc["metadata"]["name"] == label, "named by the hostname's first label"
+    assert svc["spec"] == service
+    if slice_key := next(
+        (f"resolve-{f}-{label}" for f in ("ipv4", "ipv6") if f"resolve-{f}-" in composed), None
+    ):
+        eps = manifest(out.desired[slice_key])
+        address = cluster["status"]["gateway"]["address"]
+        assert eps["addressType"] == ("IPv6" if ":" in address else "IPv4")
+        assert eps["metadata"]["labels"]["kubernetes.io/service-name"] == label
+        assert eps["endpoints"] == [{"addresses": [address], "conditions": {"ready": True}}]
+    if "cluster-ca-" in composed:
+        cm = manifest(out.desired[f"cluster-ca-{label}"])
+        assert cm["metadata"]["name"] == names.gateway_cluster_ca(GATEWAY, "eu-west")
+        assert cm["data"] == {"ca.crt": ca_pem("eu-west")}
+    else:
+        assert any("no CA certificate" in w for w in out.warnings)
+
+
+UNREACHABLE_CASES: list[tuple[str, Obj, str]] = [
+    # name, cluster eu-west as published, what the warning says
+    (
+        "hostname outside the system namespace",
+        cluster_xr("eu-west", address="203.0.113.10", hostname="gw.eu-west.example.com"),
+        "hostname is not <label>",
+    ),
+    (
+        "address neither IP nor DNS name",
+        cluster_xr("eu-west", address="not an address!"),
+        "neither an IP nor a DNS name",
+    ),
+    (
+        "hostname another cluster already has",
+        cluster_xr("eu-west", address="203.0.113.10", hostname=names.cluster_hostname("a-first")),
+        "InferenceCluster a-first's",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("odd", "why"), [c[1:] for c in UNREACHABLE_CASES], ids=[c[0] for c in UNREACHABLE_CASES]
+)
+def test_a_cluster_no_service_can_resolve_is_skipped_with_a_warning(odd: Obj, why: str) -> None:
+    first = cluster_xr("a-first", address="203.0.113.99")
+    out = fleet(clusters=[cluster_xr(), first, odd]).run()
+    assert resolution_keys(out.desired) == {}
+    assert any("eu-west" in w and "not reachable by name" in w and why in w for w in out.warnings)
+    label = names.cluster_label("a-first")
+    assert f"resolve-{label}" in out.desired, "the other clusters still resolve"
+
+
+def test_an_upper_case_dns_address_becomes_a_valid_external_name() -> None:
+    loud = cluster_xr("eu-west", address="LB-1.Example.NET")
+    out = fleet(clusters=[cluster_xr(), loud]).run()
+    svc = manifest(out.desired[f"resolve-{names.cluster_label('eu-west')}"])
+    assert svc["spec"]["externalName"] == "lb-1.example.net"
+
+
+def test_the_gateways_own_cluster_is_resolved_too() -> None:
+    home = cluster_xr(address="203.0.113.1")
+    out = fleet(clusters=[home]).with_(cluster=[home]).run()
+    label = names.cluster_label(HOME)
+    assert manifest(out.desired[f"resolve-{label}"])["metadata"]["name"] == label
+
+
+def test_unresolved_clusters_keep_what_was_composed() -> None:
+    published = fleet(clusters=[cluster_xr(), cluster_xr("eu-west", address="203.0.113.10")])
+    before = echo(published.run())
+    out = published.with_(clusters=None).run(before)
+    assert set(out.desired) == set(before)
+
+
+# --- who owns name resolution when gateways share a cluster ------------------------
+
+EARLY, LATE = "2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z"
+OWNER_CASES: list[tuple[str, Obj, list[Obj], bool]] = [
+    # name, this gateway, the fleet's gateways, whether this one composes the Services
+    ("alone on its cluster", gateway_xr(created=LATE), [], True),
+    ("older than the other", gateway_xr(created=EARLY), [gateway_xr("zeta", created=LATE)], True),
+    ("newer than the other", gateway_xr(created=LATE), [gateway_xr("alpha", created=EARLY)], False),
+    (
+        "same age: name decides",
+        gateway_xr(created=EARLY),
+        [gateway_xr("alpha", created=EARLY)],
+        False,
+    ),
+    (
+        "the older one is being deleted",
+        gateway_xr(created=LATE),
+        [
+            {
+                **gateway_xr("alpha", created=EARLY),
+                "metadata": {
+                    "name": "alpha",
+                    "creationTimestamp": EARLY,
+                    "deletionTimestamp": LATE,
+                },
+            }
+        ],
+        True,
+    ),
+    (
+        "older gateway on another cluster",
+        gateway_xr(created=LATE),
+        [gateway_xr("alpha", created=EARLY, clusterName="elsewhere")],
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("me", "others", "owns"), [c[1:] for c in OWNER_CASES], ids=[c[0] for c in OWNER_CASES]
+)
+def test_one_gateway_per_cluster_composes_name_resolution(
+    me: Obj, others: list[Obj], owns: bool
+) -> None:
+    clusters = [cluster_xr(), cluster_xr("eu-west", address="203.0.113.10")]
+    out = fleet(clusters=clusters).with_(gateway=me, gateways=[me, *others]).run()
+    has_services = any(k.startswith("resolve-") for k in out.desired)
+    assert has_services == owns
+    # Every gateway keeps its own copy of each cluster's CA.
+    assert f"cluster-ca-{names.cluster_label('eu-west')}" in out.desired
+
+
+def test_unresolved_gateways_keep_name_resolution_as_it_was() -> None:
+    published = fleet(clusters=[cluster_xr(), cluster_xr("eu-west", address="203.0.113.10")])
+    before = echo(published.run())
+    out = published.with_(gateways=None).run(before)
+    assert {k for k in out.desired if k.startswith("resolve-")} == {
+        k for k in before if k.startswith("resolve-")
+    }
