@@ -79,6 +79,14 @@ def test_requirement_is_declared_on_every_call() -> None:
         assert set(out.requirements) == {"clusters"}
 
 
+def test_selector_without_labels_matches_everything_explicitly() -> None:
+    every = Selector("fleetgate.dev/v1alpha1", "InferenceCluster").to_proto()
+    assert every.WhichOneof("match") == "match_labels"
+    assert dict(every.match_labels.labels) == {}
+    named = Selector("v1", "Secret", name="s", namespace="ns").to_proto()
+    assert named.WhichOneof("match") == "match_name"
+
+
 def test_malformed_required_resource_is_fatal_and_named() -> None:
     def probe(rec: Reconcile) -> None:
         rec.require_all(

@@ -59,7 +59,10 @@ class Selector:
         if self.name is not None:
             sel.match_name = self.name
         else:
-            # An empty label set matches every object of the kind.
+            # An empty label set matches every object of the kind, but only if
+            # matchLabels is marked present: an unset ``match`` oneof is refused
+            # by Crossplane and resolves to nothing in ``crossplane render``.
+            sel.match_labels.SetInParent()
             sel.match_labels.labels.update(self.labels or {})
         if self.namespace is not None:
             sel.namespace = self.namespace
