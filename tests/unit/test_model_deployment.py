@@ -514,7 +514,8 @@ def test_what_ran_keeps_running_while_a_step_cannot_proceed(
     for key, obj in out.desired.items():
         assert obj["spec"] == observed[key]["spec"]
         assert "status" not in obj
-    assert out.composite["status"]["placements"] == second.composite["status"]["placements"]
+    for field in ("placements", "engine", "provider"):
+        assert out.composite["status"][field] == second.composite["status"][field]
     assert out.conditions["Scheduled"][0] == "False"
     assert out.composite_ready == "READY_FALSE"
 
@@ -569,6 +570,7 @@ MALFORMED: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
      "spec.engine.args[1]"),
     ("cluster malformed", deployment(),
      [{**EU, "spec": {**EU["spec"], "capacity": {"gpus": -1}}}], "InferenceCluster eu-west"),
+    ("cluster listed twice", deployment(), [EU, EU], "InferenceCluster eu-west: metadata.name"),
     ("namespace missing", {**deployment(), "metadata": {"name": NAME}}, [EU], "metadata.namespace"),
     ("unicode name", deployment(name="grün"), [EU], ""),
 ]  # fmt: skip

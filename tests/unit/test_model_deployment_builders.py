@@ -4,14 +4,16 @@ import json
 import re
 from typing import Any
 
+import celpy
 import pytest
+from celpy.adapter import json_to_cel
 
 from fleetgate.core import names
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import EngineSpec, EngineType, EnvVar
 from fleetgate.model_deployment import endpoints, engine, naming, routing
-from fleetgate.model_deployment.providers import PROVIDERS
+from fleetgate.model_deployment.providers import PROVIDERS, pods
 from fleetgate.model_deployment.providers.base import EngineRun, Workload
 from fleetgate.model_deployment.providers.llmd import FAILURE_MODE, PICKER_CONFIG
 
@@ -417,3 +419,20 @@ def test_http_route_on_the_cluster_gateway() -> None:
         }
     ]
     assert rule["backendRefs"] == [backend]
+
+
+SERVING = [
+    ("no status yet", {}, False),
+    ("no replica available", {"status": {"replicas": 2, "availableReplicas": 0}}, False),
+    ("scaling up from one", {"status": {"replicas": 2, "availableReplicas": 1}}, True),
+    ("all available", {"status": {"replicas": 2, "availableReplicas": 2}}, True),
+]
+
+
+@pytest.mark.parametrize(("remote", "want"), [c[1:] for c in SERVING], ids=[c[0] for c in SERVING])
+def test_an_engine_deployment_is_ready_while_one_replica_serves(
+    remote: dict[str, Any], want: bool
+) -> None:
+    env = celpy.Environment()
+    program = env.program(env.compile(pods.SERVING_QUERY))
+    assert bool(program.evaluate({"object": json_to_cel(remote)})) is want

@@ -27,7 +27,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile
+from fleetgate.core.function import Reconcile, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import is_ready
@@ -44,6 +44,9 @@ SCHEDULED = "Scheduled"
 REPLICAS_READY = "ReplicasReady"
 ROUTE_PART = "route"
 ENDPOINT_PART = "endpoint"
+WAITING = Unchosen(
+    "WaitingForClusters", "waiting for Crossplane to look up InferenceClusters and ModelDeployments"
+)
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,13 @@ def compose(rec: Reconcile) -> None:
     if isinstance(choice, Unchosen):
         _hold(rec, md, previous, choice)
         return
+    if clusters is None or peers is None:
+        _hold(rec, md, previous, WAITING)
+        return
     rec.set_status(
         engine={"type": choice.engine, "selectedReason": choice.engine_reason},
         provider={"name": choice.provider, "selectedReason": choice.provider_reason},
     )
-    if clusters is None or peers is None:
-        waiting = "waiting for Crossplane to look up InferenceClusters and ModelDeployments"
-        _hold(rec, md, previous, Unchosen("WaitingForClusters", waiting))
-        return
 
     for warning in engine.served_name_warnings(md.spec.engine):
         rec.warning(warning, "ServedModelName")
@@ -87,7 +89,7 @@ def compose(rec: Reconcile) -> None:
     used, unreadable = gpus_used_by_peers(peers, namespace, name)
     for problem in unreadable:
         rec.warning(f"GPU use of {problem}", "PeerUnreadable")
-    by_name = {c.metadata.name: c for c in sorted(clusters, key=lambda c: c.metadata.name)}
+    by_name = fleet.by_name(clusters)
     views = [fleet.view(c, used.get(n, 0)) for n, c in by_name.items()]
     plan = placement.place(
         _request(md, choice), views, [(p.cluster, p.replicas) for p in previous.placements]
@@ -222,12 +224,15 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
     """Compose nothing new: keep every resource composed before and the status that says so."""
     for key in sorted(rec.req.observed.resources):
         rec.keep(key)
+    # What runs keeps the record of how it was chosen.
+    if previous.engine.type is not None:
+        rec.set_status(engine=dump(previous.engine))
+    if previous.provider.name is not None:
+        rec.set_status(provider=dump(previous.provider))
     rec.set_status(
         placements=[{"cluster": p.cluster, "replicas": p.replicas} for p in previous.placements],
         replicas={"desired": md.spec.replicas, "ready": previous.replicas.ready},
     )
-    if previous.engine.type is not None and md.spec.engine.type is None:
-        rec.set_status(engine=previous.engine.model_dump(by_alias=True))
     rec.condition(SCHEDULED, "False", why.reason, why.message)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
     rec.set_ready(False)

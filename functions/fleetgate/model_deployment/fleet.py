@@ -1,5 +1,8 @@
 """InferenceClusters as placement sees them."""
 
+from collections.abc import Iterable
+
+from fleetgate.core.errors import InputError
 from fleetgate.core.models import InferenceCluster
 from fleetgate.model_deployment.placement import ClusterView
 
@@ -20,3 +23,14 @@ def view(cluster: InferenceCluster, gpus_used: int) -> ClusterView:
         gpu_type=cluster.spec.capacity.gpu_type,
         gpus_used=gpus_used,
     )
+
+
+def by_name(clusters: Iterable[InferenceCluster]) -> dict[str, InferenceCluster]:
+    """Clusters keyed by name, in name order; a name listed twice is malformed input."""
+    found: dict[str, InferenceCluster] = {}
+    for cluster in sorted(clusters, key=lambda c: c.metadata.name):
+        name = cluster.metadata.name
+        if name in found:
+            raise InputError(f"invalid InferenceCluster {name}: metadata.name: listed twice")
+        found[name] = cluster
+    return found
