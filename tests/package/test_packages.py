@@ -1,0 +1,404 @@
+"""The Crossplane packages `make packages` builds, checked as Crossplane would use them.
+
+The session fixture runs the same build (cached under .cache/package by its
+inputs: seconds when nothing changed; a cold build fetches Debian packages and
+wheels). Each function is then started from its own .xpkg: the layers are
+unpacked into a root filesystem, the image's entrypoint runs there under
+chroot as the image's user, with the environment Crossplane's function runtime
+gives it, and is called over gRPC with mutual TLS.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+
+from e2e import pki
+from e2e.functions import wait_for_port
+from e2e.validate import validate
+from package import build, debian, oci, wheels
+
+REPO = build.REPO
+TLS_DIR = "/tls/server"  # where Crossplane mounts a function's server certificates
+TIMEOUT_S = 15.0
+START_TIMEOUT_S = 30.0
+
+# A minimal composite of each function's kind: enough to get an answer.
+XR_KINDS = {
+    "compose-inference-cluster": ("InferenceCluster", None),
+    "compose-inference-gateway": ("InferenceGateway", None),
+    "compose-model-service": ("ModelService", "team-a"),
+    "compose-model-endpoint": ("ModelEndpoint", "team-a"),
+    "compose-model-deployment": ("ModelDeployment", "team-a"),
+}
+
+
+@pytest.fixture(scope="session")
+def built() -> dict[str, Any]:
+    """Every package, built (or taken from the cache) exactly as `make packages` does."""
+    return build.build(log=lambda _: None)
+
+
+def package_documents(xpkg: Path) -> list[dict[str, Any]]:
+    """The package.yaml Crossplane reads from a package: metadata first, then its objects."""
+    image = oci.read_archive(xpkg)
+    with tarfile.open(xpkg) as outer:
+        for name in image.layers:
+            blob = outer.extractfile(name)
+            assert blob is not None
+            with tarfile.open(fileobj=blob, mode="r|*") as layer:
+                for member in layer:
+                    if member.name.lstrip("./") == "package.yaml":
+                        data = layer.extractfile(member)
+                        assert data is not None
+                        return [d for d in yaml.safe_load_all(data.read()) if d]
+    raise AssertionError(f"{xpkg.name} has no package.yaml")
+
+
+def package_path(built: Mapping[str, Any], function: str | None = None) -> Path:
+    facts = built["functions"][function] if function else built["configuration"]
+    return REPO / str(facts["package"])
+
+
+def configuration(built: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    meta, *objects = package_documents(package_path(built))
+    return meta, objects
+
+
+# --- metadata ------------------------------------------------------------------
+
+
+def test_package_metadata_and_contents_validate(built: dict[str, Any]) -> None:
+    """Every crossplane.yaml, as written and as packaged, against Crossplane's own CRDs."""
+    sources = sorted((REPO / "package").glob("*/**/crossplane.yaml"))
+    docs = [yaml.safe_load(p.read_text()) for p in sources]
+    packaged = [package_path(built, f) for f in build.FUNCTIONS] + [package_path(built)]
+    for xpkg in packaged:
+        docs += package_documents(xpkg)
+    assert len(sources) == len(build.FUNCTIONS) + 1
+    assert validate(docs) == []
+
+
+@pytest.mark.parametrize("function", build.FUNCTIONS)
+def test_function_package_metadata(built: dict[str, Any], function: str) -> None:
+    meta, *objects = package_documents(package_path(built, function))
+    assert (meta["apiVersion"], meta["kind"]) == ("meta.pkg.crossplane.io/v1", "Function")
+    assert meta["metadata"]["name"] == function
+    assert meta["spec"]["crossplane"]["version"] == ">=v2.2"
+    inputs = sorted((REPO / "package/functions" / function / "input").glob("*.yaml"))
+    assert len(objects) == len(inputs), "the Composition input CRDs, nothing else"
+    assert all(o["kind"] == "CustomResourceDefinition" for o in objects)
+
+
+def test_configuration_depends_on_the_functions_and_pinned_providers(
+    built: dict[str, Any],
+) -> None:
+    meta, _ = configuration(built)
+    assert (meta["apiVersion"], meta["kind"]) == ("meta.pkg.crossplane.io/v1", "Configuration")
+    assert meta["spec"]["crossplane"]["version"] == ">=v2.2"
+    deps = {(d["kind"], d["package"]): d["version"] for d in meta["spec"]["dependsOn"]}
+    version = build.project_version()
+    expected = {("Function", f"{build.REGISTRY}/{f}"): version for f in build.FUNCTIONS}
+    # The provider versions are the ones whose CRDs every composed object is
+    # validated against (the pinned CRD set).
+    for provider in ("provider-kubernetes", "provider-helm"):
+        pinned = sorted(p.name for p in (REPO / ".cache/crds" / provider).iterdir())
+        assert len(pinned) == 1, pinned
+        expected[("Provider", f"xpkg.crossplane.io/crossplane-contrib/{provider}")] = pinned[0]
+    assert deps == expected
+    assert all(d["apiVersion"] == "pkg.crossplane.io/v1" for d in meta["spec"]["dependsOn"])
+
+
+def test_configuration_holds_every_xrd_and_composition(built: dict[str, Any]) -> None:
+    _, objects = configuration(built)
+    packaged = sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+    sources = [*(REPO / "apis").glob("*/definition.yaml"), *(REPO / "compositions").glob("*.yaml")]
+    docs = [d for p in sources for d in yaml.safe_load_all(p.read_text()) if d]
+    assert packaged == sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+
+
+def test_compositions_name_the_functions_crossplane_installs(built: dict[str, Any]) -> None:
+    """A step's functionRef must be the name Crossplane gives the dependency it installs."""
+    meta, objects = configuration(built)
+    installed = {
+        build.package_object_name(d["package"])
+        for d in meta["spec"]["dependsOn"]
+        if d["kind"] == "Function"
+    }
+    refs = {
+        step["functionRef"]["name"]
+        for o in objects
+        if o["kind"] == "Composition"
+        for step in o["spec"]["pipeline"]
+    }
+    assert refs, "no pipeline steps packaged"
+    assert refs <= installed, f"steps naming no installed Function: {refs - installed}"
+
+
+@pytest.mark.parametrize(
+    ("reference", "name"),
+    [
+        ("xpkg.crossplane.io/fleetgate/compose-model-endpoint", "fleetgate-compose-model-endpoint"),
+        (
+            "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes",
+            "crossplane-contrib-provider-kubernetes",
+        ),
+        ("ghcr.io/Acme.Corp/fn_x", "cme-orp-fnx"),  # upper case and '_' are dropped
+        ("registry.example/" + "a" * 70, "a" * 63),
+    ],
+    ids=["function", "provider", "sanitised", "bounded"],
+)
+def test_package_object_name(reference: str, name: str) -> None:
+    assert build.package_object_name(reference) == name
+
+
+# --- the runtime image ---------------------------------------------------------
+
+
+def test_image_contract_is_one_everywhere() -> None:
+    assert build.CONTRACT["python"] == debian.PYTHON == wheels.PYTHON
+    assert build.CONTRACT["bin"] == f"/{wheels.BIN}"
+    scripts = build.tree_files(REPO, ["pyproject.toml"])[0].read_text()
+    for function in build.FUNCTIONS:
+        assert f"{function} = " in scripts, f"{function} is no console script in pyproject.toml"
+
+
+@pytest.mark.parametrize("function", build.FUNCTIONS)
+def test_image_runs_the_console_script_as_crossplane_expects(
+    built: dict[str, Any], function: str
+) -> None:
+    config = oci.read_archive(package_path(built, function)).config["config"]
+    assert config["Entrypoint"] == [f"/usr/local/bin/{function}"]
+    assert config.get("Cmd") is None
+    assert config["User"] == "65532:65532", "never root"
+    assert config["ExposedPorts"] == {"9443/tcp": {}}
+    # Crossplane's runtime sets TLS_SERVER_CERTS_DIR; the image must not decide it.
+    assert not any(e.startswith(("TLS_SERVER_CERTS_DIR=", "INSECURE=")) for e in config["Env"])
+
+
+def test_image_holds_only_the_listed_debian_packages(built: dict[str, Any]) -> None:
+    assert set(built["debian"]) == set(debian.PACKAGES)
+    assert not set(debian.PACKAGES) & set(debian.LEFT_OUT)
+
+
+def test_lock_is_the_tested_environment() -> None:
+    """The image runs the versions the tests ran: the lock follows this environment."""
+    lock = wheels.read_lock()
+    assert lock["requirements"] == wheels.runtime_requirements(), "run `make package-lock`"
+    for arch, entries in lock["wheels"].items():
+        for entry in entries:
+            assert metadata.version(entry["name"]) == entry["version"], (
+                f"{arch}: {entry['name']} is locked at {entry['version']}; run `make package-lock`"
+            )
+
+
+# --- starting each function from its package -------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+# What a container runtime does before it starts the entrypoint, and chroot
+# alone does not: /dev (grpcio seeds from /dev/urandom) and /proc, mounted in a
+# mount namespace of the function's own so nothing leaks onto the host.
+LAUNCH = """
+set -e
+root=$1 user=$2 chroot=$3 mount=$4
+shift 4
+"$mount" --rbind /dev "$root/dev"
+"$mount" -t proc proc "$root/proc" 2>/dev/null || true
+if [ -n "$user" ]; then exec "$chroot" --userspec="$user" "$root" "$@"; fi
+exec "$chroot" "$root" "$@"
+"""
+
+
+def rootfs_command(root: Path, config: Mapping[str, Any], *, netns: bool = False) -> list[str]:
+    """The image's entrypoint in root as the image's user; one process from start to exit.
+
+    As root: mount (and optionally network) namespaces, chroot --userspec. Without
+    root, a user namespace maps us to root inside, where the uid switch is moot.
+    """
+    tools = {name: shutil.which(name) for name in ("unshare", "chroot", "mount", "sh")}
+    missing = [name for name, path in tools.items() if path is None]
+    assert not missing, f"needed to start a function from its image: {missing}"
+    unshare = [str(tools["unshare"]), "--mount", *(["--net"] if netns else [])]
+    user = str(config["User"])
+    if os.geteuid() != 0:
+        unshare[1:1] = ["--user", "--map-root-user"]
+        user = ""
+    launcher = [str(tools["sh"]), "-c", LAUNCH, "launch", str(root), user]
+    return [*unshare, *launcher, str(tools["chroot"]), str(tools["mount"]), *config["Entrypoint"]]
+
+
+def image_env(config: Mapping[str, Any], **extra: str) -> dict[str, str]:
+    env = dict(e.split("=", 1) for e in config["Env"])
+    return {**env, "TLS_SERVER_CERTS_DIR": TLS_DIR, **extra}
+
+
+@pytest.fixture(scope="module")
+def certs() -> dict[str, pki.KeyPair]:
+    ca = pki.ca("crossplane function runtime CA")
+    return {
+        "ca": ca,
+        "server": pki.leaf(ca, "function", server=True, dns=("localhost",), ips=("127.0.0.1",)),
+        "client": pki.leaf(ca, "crossplane", server=False),
+    }
+
+
+@pytest.fixture(params=build.FUNCTIONS, scope="module")
+def unpacked(
+    request: pytest.FixtureRequest,
+    built: dict[str, Any],
+    certs: dict[str, pki.KeyPair],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[str, Path, dict[str, Any]]:
+    """(function, root filesystem, image config) of a function's package, with TLS mounted."""
+    function: str = request.param
+    if not built["functions"][function]["startable"]:
+        pytest.skip(f"{function}: fleetgate has no module for it yet")
+    root = tmp_path_factory.mktemp(function) / "rootfs"
+    image = oci.unpack_archive(package_path(built, function), root)
+    tls = root / TLS_DIR.lstrip("/")
+    tls.mkdir(parents=True)
+    for name, data in (
+        ("tls.crt", certs["server"].cert_pem),
+        ("tls.key", certs["server"].key_pem),
+        ("ca.crt", certs["ca"].cert_pem),
+    ):
+        (tls / name).write_bytes(data)
+        (tls / name).chmod(0o644)  # the image's user reads them, as from a Secret volume
+    return function, root, image.config["config"]
+
+
+def request_for(function: str) -> fnv1.RunFunctionRequest:
+    kind, namespace = XR_KINDS[function]
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag=f"package-{function}"))
+    meta = {"name": "packaged", **({"namespace": namespace} if namespace else {})}
+    xr: dict[str, Any] = {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": kind,
+        "metadata": meta,
+    }
+    if kind == "ModelEndpoint":
+        xr["spec"] = {"origin": "https://api.openai.com"}
+    req.observed.composite.resource.update(xr)
+    return req
+
+
+def call(
+    address: str, req: fnv1.RunFunctionRequest, certs: Mapping[str, pki.KeyPair], client: str | None
+) -> fnv1.RunFunctionResponse:
+    key = certs[client] if client else None
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=certs["ca"].cert_pem,
+        private_key=key.key_pem if key else None,
+        certificate_chain=key.cert_pem if key else None,
+    )
+    with grpc.secure_channel(address, creds) as channel:
+        stub = grpcv1.FunctionRunnerServiceStub(channel)  # type: ignore[no-untyped-call]
+        rsp: fnv1.RunFunctionResponse = stub.RunFunction(req, timeout=TIMEOUT_S)
+        return rsp
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    proc.terminate()
+    try:
+        return proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def test_packaged_function_answers_over_mutual_tls(
+    unpacked: tuple[str, Path, dict[str, Any]], certs: dict[str, pki.KeyPair]
+) -> None:
+    function, root, config = unpacked
+    address = f"127.0.0.1:{free_port()}"
+    proc = subprocess.Popen(
+        rootfs_command(root, config),
+        env=image_env(config, ADDRESS=address),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(address, proc, START_TIMEOUT_S)
+        rsp = call(address, request_for(function), certs, "client")
+        assert rsp.meta.tag == f"package-{function}"
+        if function == "compose-model-endpoint":
+            assert [c.type for c in rsp.conditions] == ["EndpointReady"]
+        with pytest.raises(grpc.RpcError) as refused:
+            call(address, request_for(function), certs, None)  # no client certificate
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        code = stop(proc)
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert code == 0, f"SIGTERM must stop the function cleanly; stderr:\n{stderr}"
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports in LISTEN state in the network namespace of pid."""
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A":
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_packaged_function_listens_on_9443_by_default(
+    unpacked: tuple[str, Path, dict[str, Any]],
+) -> None:
+    """Started exactly as Crossplane starts it (no address given), it serves on 9443.
+
+    In a network namespace of its own, so the fixed port never collides with
+    anything else on the machine.
+    """
+    _, root, config = unpacked
+    proc = subprocess.Popen(
+        rootfs_command(root, config, netns=True),
+        env=image_env(config),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while build.PORT not in listening_ports(proc.pid):
+            assert proc.poll() is None, f"exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "nothing listening on 9443"
+            time.sleep(0.1)
+    finally:
+        assert stop(proc) == 0
+
+
+def test_build_code_is_linted() -> None:
+    """`make lint` covers functions/, tests/ and e2e/; the build code gets the same rules here."""
+    ruff = Path(sys.executable).parent / "ruff"
+    for args in (["check"], ["format", "--check"]):
+        proc = subprocess.run(
+            [str(ruff), *args, "package"], cwd=REPO, capture_output=True, text=True, check=False
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
