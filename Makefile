@@ -12,10 +12,15 @@ CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
 SOURCES := functions tests e2e
 
-.PHONY: render test lint typecheck pytest tools crds deps nix-parser clean
+.PHONY: render examples test lint typecheck pytest tools crds deps nix-parser clean
 
-## render: render every example through the functions and the real Crossplane CLI
+## render: walk the example fleet (examples/fleet) from nothing to a routed model through the
+## functions and the real Crossplane CLI; print each pass, the routing table, facts and drills
 render: deps
+	$(PY) -m e2e.walk
+
+## examples: render every single-XR example under examples/ and print what each composes
+examples: deps
 	$(PY) -m e2e.render
 
 ## test: lint, type check, unit, gRPC, render + validate against pinned CRDs
@@ -57,6 +62,25 @@ $(CROSSPLANE): tools/go.mod tools/go.sum
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
 	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))
+
+## packages: every function as a Crossplane package with its runtime image embedded, and the
+## Configuration, into dist/package (no container engine; layers cached in .cache/package)
+packages: $(VENV)/.installed $(CROSSPLANE) package-host-tools
+	$(PY) -m package.build
+
+## package-lock: re-pin the image's Python wheels (package/python.lock.json) to this environment
+package-lock: $(VENV)/.installed
+	$(PY) -m package.build lock
+
+# The image is assembled from Debian packages with apt-get and dpkg-deb, checked
+# against the Debian archive keyring; Debian has all three with apt. Elsewhere
+# (e.g. Ubuntu) the keyring is installed when missing and we may.
+package-host-tools:
+	@command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "make packages needs apt-get and dpkg-deb (Debian/Ubuntu)" >&2; exit 1; }
+	@test -f /usr/share/keyrings/debian-archive-keyring.gpg || { [ "$$(id -u)" = 0 ] && \
+	  { apt-get install -y -qq debian-archive-keyring >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq debian-archive-keyring >/dev/null; }; }; }
+
+.PHONY: packages package-lock package-host-tools
 
 clean:
 	rm -rf $(VENV) .cache

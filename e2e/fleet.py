@@ -11,6 +11,7 @@ ones no longer composed. It repeats until nothing changes, and fails loudly
 if the fleet does not settle or oscillates.
 """
 
+import base64
 import copy
 import hashlib
 import json
@@ -39,6 +40,16 @@ KIND_ORDER = [
     "ModelService",
 ]
 MAX_PASSES = 16
+
+
+def as_stored(secret: Obj) -> Obj:
+    """A Secret as the API server stores it: ``stringData`` folded into base64 ``data``."""
+    stored = {k: v for k, v in secret.items() if k != "stringData"}
+    data = dict(stored.get("data") or {})
+    for k, v in (secret.get("stringData") or {}).items():
+        data[k] = base64.b64encode(str(v).encode()).decode()
+    stored["data"] = data
+    return stored
 
 
 def key_of(obj: Obj) -> XRKey:
@@ -196,7 +207,9 @@ class Fleet:
     world: World
     xrs: dict[XRKey, Obj] = field(default_factory=dict)
     secrets: list[Obj] = field(default_factory=list)
-    composed: dict[XRKey, dict[str, Obj]] = field(default_factory=dict)
+    composed: dict[XRKey, dict[str, Obj]] = field(default_factory=dict)  # as observed
+    desired: dict[XRKey, dict[str, Obj]] = field(default_factory=dict)  # as the function said
+    results: dict[XRKey, list[Obj]] = field(default_factory=dict)  # last pass's warnings
     owner: dict[XRKey, XRKey] = field(default_factory=dict)  # composed XR -> owning XR
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fleet-")))
 
@@ -216,13 +229,14 @@ class Fleet:
     def apply(self, obj: Obj) -> None:
         """``kubectl apply``: an XR or a Secret."""
         if obj["kind"] == "Secret":
-            self.secrets = [s for s in self.secrets if key_of(s) != key_of(obj)] + [obj]
+            self.secrets = [s for s in self.secrets if key_of(s) != key_of(obj)] + [as_stored(obj)]
         else:
             self.xrs[key_of(obj)] = obj
 
     def delete(self, key: XRKey) -> None:
         self.xrs.pop(key, None)
         self.composed.pop(key, None)
+        self.desired.pop(key, None)
         for child, parent in list(self.owner.items()):
             if parent == key:
                 del self.owner[child]
@@ -270,7 +284,8 @@ class Fleet:
         for key in self.ordered():
             if key not in self.xrs:  # deleted earlier in this pass
                 continue
-            xr, composed, _ = render.split(self.render_one(key, unavailable))
+            xr, composed, results = render.split(self.render_one(key, unavailable))
+            self.results[key] = results
             self._apply_status(key, xr)
             self._apply_composed(key, composed)
             conditions = " ".join(
@@ -290,8 +305,10 @@ class Fleet:
         bundles = self.bundles()
         now: dict[str, Obj] = {}
         children = set()
+        self.desired[key] = {}
         for desired in composed:
             name = desired["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]
+            self.desired[key][name] = desired
             if desired["kind"] in KIND_ORDER:
                 child = self._compose_xr(key, desired)
                 children.add(child)

@@ -162,7 +162,9 @@ def summarise(example: Example, rendered: list[dict[str, Any]]) -> str:
 def validate_rendered(example: Example, rendered: list[dict[str, Any]]) -> list[str]:
     """Validate the XR against its XRD and every composed object against the pinned CRDs."""
     xr, composed, _ = split(rendered)
-    return validate.validate([xr, *composed], extra_schema_files=[example.type.xrd])
+    # Every XRD: an XR may compose XRs of another kind (ModelDeployment → ModelEndpoint).
+    xrds = sorted({t.xrd for t in xr_types().values()})
+    return validate.validate([xr, *composed], extra_schema_files=xrds)
 
 
 def main(argv: list[str] | None = None) -> int:

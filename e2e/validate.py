@@ -74,6 +74,11 @@ CORE_KINDS: dict[tuple[str, str], frozenset[str]] = {
     ("v1", "Namespace"): frozenset({"spec", "status"}),
     ("apps/v1", "Deployment"): frozenset({"spec", "status"}),
     ("discovery.k8s.io/v1", "EndpointSlice"): frozenset({"addressType", "endpoints", "ports"}),
+    ("v1", "ServiceAccount"): frozenset(
+        {"secrets", "imagePullSecrets", "automountServiceAccountToken"}
+    ),
+    ("rbac.authorization.k8s.io/v1", "Role"): frozenset({"rules"}),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): frozenset({"subjects", "roleRef"}),
     # Upstream CRDs the stack install applies as they are (checked against the
     # pinned files by the cluster function's tests).
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): frozenset({"spec", "status"}),

@@ -1,0 +1,400 @@
+"""The facts a user relies on once the fleet has settled, and the routing table they see.
+
+Each check returns a list of problems (empty when the fact holds), so the
+fleet walk can print all of them and the tests can assert on each.
+"""
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import yaml
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+
+from e2e import functions, render, validate
+from e2e.fleet import Fleet, Obj, XRKey, describe
+from fleetgate.core import names
+from fleetgate.core.constants import CALLER_HEADER
+
+AI_GATEWAY = "aigateway.envoyproxy.io/v1beta1"
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _selected(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    wanted = (selector or {}).get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backendRef of a route, resolved to what the gateway dials."""
+
+    name: str
+    priority: int
+    weight: int
+    model: str
+    hostname: str
+    port: int
+    tls: dict[str, Any]
+    removes_caller: bool
+    credential: bool
+    prefix: str
+
+
+@dataclass(frozen=True)
+class Route:
+    service: XRKey
+    gateway: str
+    url: str
+    backends: list[Backend]
+
+
+def gateways(fleet: Fleet) -> dict[str, Obj]:
+    return {k[2]: xr for k, xr in fleet.xrs.items() if k[0] == "InferenceGateway"}
+
+
+def routes(fleet: Fleet) -> list[Route]:
+    """Every AIGatewayRoute the services composed, resolved to backends."""
+    by_gateway_name = {names.fleet_gateway(g): g for g in gateways(fleet)}
+    found = []
+    for key in fleet.ordered():
+        if key[0] != "ModelService":
+            continue
+        remote = fleet.remote(key)
+        index = {(m["kind"], m["_providerConfig"], _name(m)): m for m in remote}
+        for route in (m for m in remote if m["kind"] == "AIGatewayRoute"):
+            gateway = by_gateway_name[route["spec"]["parentRefs"][0]["name"]]
+            pc = route["_providerConfig"]
+            url = gateways(fleet)[gateway].get("status", {}).get("endpoints", {}).get("openAI", "?")
+            backends = []
+            for ref in route["spec"]["rules"][0]["backendRefs"]:
+                ai = index[("AIServiceBackend", pc, ref["name"])]
+                backend = index[("Backend", pc, ai["spec"]["backendRef"]["name"])]
+                fqdn = backend["spec"]["endpoints"][0]["fqdn"]
+                policies = [
+                    m
+                    for m in remote
+                    if m["kind"] == "BackendSecurityPolicy"
+                    and m["_providerConfig"] == pc
+                    and any(t["name"] == ref["name"] for t in m["spec"]["targetRefs"])
+                ]
+                backends.append(
+                    Backend(
+                        name=ref["name"],
+                        priority=int(ref.get("priority", 0)),
+                        weight=int(ref.get("weight", 1)),
+                        model=ref.get("modelNameOverride", "(caller's)"),
+                        hostname=fqdn["hostname"],
+                        port=int(fqdn["port"]),
+                        tls=backend["spec"].get("tls") or {},
+                        removes_caller=CALLER_HEADER
+                        in ((ai["spec"].get("headerMutation") or {}).get("remove") or []),
+                        credential=bool(policies),
+                        prefix=ai["spec"]["schema"].get("prefix", ""),
+                    )
+                )
+            found.append(Route(key, gateway, url, backends))
+    return found
+
+
+def routing_table(fleet: Fleet) -> str:
+    """What a caller sees: model → gateway URL → tiers → endpoints."""
+    lines = []
+    for route in routes(fleet):
+        model = f"{route.service[1]}/{route.service[2]}"
+        lines.append(f"{model}  via {route.gateway}  {route.url}")
+        for priority in sorted({b.priority for b in route.backends}):
+            tier = [b for b in route.backends if b.priority == priority]
+            lines.append(f"    priority {priority}:")
+            for b in tier:
+                security = (
+                    "mTLS" if "clientCertificateRef" in b.tls else ("TLS" if b.tls else "plain")
+                )
+                extras = [security]
+                if b.credential:
+                    extras.append("API key")
+                if b.removes_caller:
+                    extras.append(f"strips {CALLER_HEADER}")
+                lines.append(
+                    f"      weight {b.weight:<3} https://{b.hostname}:{b.port}{b.prefix}"
+                    f"  model={b.model}  [{', '.join(extras)}]"
+                )
+    return "\n".join(lines)
+
+
+# --- facts ----------------------------------------------------------------
+
+
+def check_routes_follow_service_selectors(fleet: Fleet) -> list[str]:
+    problems = []
+    served = {(r.service, r.gateway) for r in routes(fleet)}
+    for key, xr in fleet.xrs.items():
+        if key[0] != "ModelService":
+            continue
+        labels = (xr.get("metadata") or {}).get("labels") or {}
+        for gateway, gw in gateways(fleet).items():
+            wanted = _selected(gw["spec"].get("serviceSelector"), labels)
+            if wanted != ((key, gateway) in served):
+                verb = "has no" if wanted else "has a"
+                problems.append(f"{describe(key)} {verb} route on gateway {gateway}")
+    return problems
+
+
+def hosting_clusters(fleet: Fleet) -> dict[str, str]:
+    """Derived hostname → cluster, for every cluster."""
+    return {names.cluster_hostname(k[2]): k[2] for k in fleet.xrs if k[0] == "InferenceCluster"}
+
+
+def check_backends(fleet: Fleet) -> list[str]:
+    """Fleet-hosted endpoints over mutual TLS by derived hostname; third parties over public TLS."""
+    problems = []
+    clusters = hosting_clusters(fleet)
+    for route in routes(fleet):
+        where = f"{describe(route.service)} on {route.gateway}"
+        if not route.backends:
+            problems.append(f"{where}: a route without backends")
+        for b in route.backends:
+            cluster = clusters.get(b.hostname)
+            if cluster is not None:
+                want = {
+                    "caCertificateRefs": [
+                        {
+                            "group": "",
+                            "kind": "ConfigMap",
+                            "name": names.gateway_cluster_ca(route.gateway, cluster),
+                        }
+                    ],
+                    "clientCertificateRef": {
+                        "group": "",
+                        "kind": "Secret",
+                        "name": names.gateway_client_certificate(route.gateway),
+                    },
+                    "sni": b.hostname,
+                }
+                if b.tls != want:
+                    problems.append(f"{where}: {b.name} to {cluster} is not mutual TLS: {b.tls}")
+                if b.removes_caller:
+                    problems.append(
+                        f"{where}: {b.name} strips the caller header from our own cluster"
+                    )
+            else:
+                if (
+                    b.tls.get("wellKnownCACertificates") != "System"
+                    or b.tls.get("sni") != b.hostname
+                ):
+                    problems.append(f"{where}: {b.name} to {b.hostname} is not public TLS: {b.tls}")
+                if not b.removes_caller:
+                    problems.append(f"{where}: {b.name} discloses the caller to {b.hostname}")
+    return problems
+
+
+def check_cluster_trust(fleet: Fleet) -> list[str]:
+    """Each cluster gateway trusts exactly the client CAs the fleet gateways published."""
+    published = [
+        gw["status"]["clientCACertificate"]
+        for _, gw in sorted(gateways(fleet).items())
+        if (gw.get("status") or {}).get("clientCACertificate")
+    ]
+    want = "".join(ca if ca.endswith("\n") else ca + "\n" for ca in published)
+    problems = []
+    for key in fleet.ordered():
+        if key[0] != "InferenceCluster":
+            continue
+        remote = fleet.remote(key)
+        policies = [m for m in remote if m["kind"] == "ClientTrafficPolicy"]
+        if not policies:
+            problems.append(f"{describe(key)} validates no client certificates")
+            continue
+        refs = policies[0]["spec"]["tls"]["clientValidation"]["caCertificateRefs"]
+        bundle = next(
+            (m for m in remote if m["kind"] == "ConfigMap" and _name(m) == refs[0]["name"]), None
+        )
+        trusted = ((bundle or {}).get("data") or {}).get("ca.crt")
+        if trusted != want:
+            problems.append(
+                f"{describe(key)} trusts {trusted!r:.80}, not the {len(published)} published CAs"
+            )
+    return problems
+
+
+def secret_values(fleet: Fleet) -> list[str]:
+    values = []
+    for secret in fleet.secrets:
+        for encoded in (secret.get("data") or {}).values():
+            values += [base64.b64decode(encoded).decode(), encoded]
+    return [v for v in values if len(v) >= 8]
+
+
+def check_no_secret_anywhere(fleet: Fleet) -> list[str]:
+    text = yaml.safe_dump_all(fleet.everything())
+    return [
+        f"a Secret value appears in composed state: {v[:6]}…"
+        for v in secret_values(fleet)
+        if v in text
+    ]
+
+
+def check_schemas(fleet: Fleet) -> list[str]:
+    """Every XR against its XRD; every desired composed object against the pinned CRDs."""
+    xrds = sorted({t.xrd for t in render.xr_types().values()})
+    objects = [*fleet.xrs.values(), *(o for d in fleet.desired.values() for o in d.values())]
+    return validate.validate([strip_status(o) for o in objects], extra_schema_files=xrds)
+
+
+def strip_status(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k != "status"}
+
+
+SCHEMAS = {"every object validates against its schema": check_schemas}
+
+FACTS = {
+    "routes follow service selectors": check_routes_follow_service_selectors,
+    "backends: mutual TLS to clusters, public TLS to providers": check_backends,
+    "cluster gateways trust exactly the published gateway CAs": check_cluster_trust,
+    "no Secret value in any composed resource or status": check_no_secret_anywhere,
+}
+
+
+# --- failure drills -------------------------------------------------------
+# Each changes the fleet the way an operator or an outage would, lets it
+# settle, and returns what went wrong. They run in order on one fleet.
+
+
+def _matches(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
+    """Whether Crossplane would return ``obj`` for ``selector``."""
+    meta = obj.get("metadata") or {}
+    if (obj.get("apiVersion"), obj.get("kind")) != (selector.api_version, selector.kind):
+        return False
+    if selector.HasField("namespace") and meta.get("namespace", "") != selector.namespace:
+        return False
+    if selector.WhichOneof("match") == "match_name":
+        return bool(meta.get("name") == selector.match_name)
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.match_labels.labels.items())
+
+
+def call_unresolved(
+    fleet: Fleet, key: XRKey, unresolved_kind: str | None
+) -> fnv1.RunFunctionResponse:
+    """Call ``key``'s function over gRPC as Crossplane does, leaving requirements unresolved.
+
+    With ``unresolved_kind`` None nothing is resolved (the first call of every
+    reconcile); otherwise every requirement is resolved from the fleet except
+    those asking for that kind.
+    """
+    target = functions.development_targets()[render.xr_types()[key[0]].function]
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="drill"))
+    req.observed.composite.resource.update(fleet.xrs[key])
+    for name, obj in fleet.composed.get(key, {}).items():
+        req.observed.resources[name].resource.update(obj)
+    with grpc.insecure_channel(target) as channel:
+        stub = grpcv1.FunctionRunnerServiceStub(channel)  # type: ignore[no-untyped-call]
+        rsp: fnv1.RunFunctionResponse = stub.RunFunction(req, timeout=60)
+        if unresolved_kind is None:
+            return rsp
+        everything = [*fleet.xrs.values(), *fleet.secrets]
+        for name, selector in rsp.requirements.resources.items():
+            if selector.kind == unresolved_kind:
+                continue
+            resolved = req.required_resources[name]
+            for obj in everything:
+                if _matches(selector, obj):
+                    resolved.items.add().resource.update(obj)
+        rsp = stub.RunFunction(req, timeout=60)
+    return rsp
+
+
+def _dropped(fleet: Fleet, unresolved_kind: str | None) -> list[str]:
+    problems = []
+    for key in fleet.ordered():
+        rsp = call_unresolved(fleet, key, unresolved_kind)
+        fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
+        dropped = sorted(set(fleet.desired.get(key, {})) - set(rsp.desired.resources))
+        if fatal:
+            problems.append(f"{describe(key)}: fatal {fatal}")
+        if dropped:
+            problems.append(f"{describe(key)} would delete {dropped}")
+    return problems
+
+
+def drill_nothing_resolved(fleet: Fleet) -> list[str]:
+    """The first call of a reconcile (no requirement resolved yet) deletes nothing."""
+    return _dropped(fleet, None)
+
+
+def drill_cluster_unresolvable(fleet: Fleet) -> list[str]:
+    """With every InferenceCluster requirement unresolved, nothing composed earlier is deleted."""
+    return _dropped(fleet, "InferenceCluster")
+
+
+def drill_drain(fleet: Fleet, cluster: str = "us.east") -> list[str]:
+    """A drained cluster leaves every route; the other cluster keeps serving."""
+    key: XRKey = ("InferenceCluster", "", cluster)
+    xr = fleet.xrs[key]
+    fleet.xrs[key] = {**xr, "spec": {**xr["spec"], "schedulable": False}}
+    fleet.converge()
+    drained, others = (
+        names.cluster_hostname(cluster),
+        set(hosting_clusters(fleet)) - {names.cluster_hostname(cluster)},
+    )
+    problems = []
+    for route in routes(fleet):
+        hosts = {b.hostname for b in route.backends}
+        if drained in hosts:
+            problems.append(
+                f"{describe(route.service)} on {route.gateway} still routes to {cluster}"
+            )
+        if not hosts & others:
+            problems.append(f"{describe(route.service)} on {route.gateway} lost the other cluster")
+    return problems
+
+
+def drill_credential_deleted(
+    fleet: Fleet, namespace: str = "team-a", name: str = "openai"
+) -> list[str]:
+    """Without its credential the fallback leaves the route, with a warning; the route stays."""
+    fleet.delete_secret(namespace, name)
+    fleet.converge()
+    problems = []
+    service: XRKey = ("ModelService", namespace, "chat")
+    chat = [r for r in routes(fleet) if r.service == service]
+    if not chat:
+        problems.append("the chat routes disappeared with the fallback's credential")
+    for route in chat:
+        if any(b.hostname == "api.openai.com" for b in route.backends):
+            problems.append(f"chat on {route.gateway} still routes to the provider")
+    warnings = [r.get("message", "") for r in fleet.results.get(service, [])]
+    if not any("openai" in w for w in warnings):
+        problems.append(f"no warning names the left-out endpoint: {warnings}")
+    return problems
+
+
+def drill_gateway_deleted(fleet: Fleet, gateway: str = "internal") -> list[str]:
+    """Clusters stop trusting a deleted gateway's CA, and its routes go with it."""
+    fleet.delete(("InferenceGateway", "", gateway))
+    fleet.converge()
+    problems = check_cluster_trust(fleet)
+    problems += [
+        f"a route remains on deleted gateway {gateway}"
+        for r in routes(fleet)
+        if r.gateway == gateway
+    ]
+    return problems
+
+
+DRILLS = {
+    "first call of a reconcile (nothing resolved): nothing deleted": drill_nothing_resolved,
+    "InferenceClusters unresolvable: nothing composed earlier is deleted": (
+        drill_cluster_unresolvable
+    ),
+    "a drained cluster leaves the routes; the other keeps serving": drill_drain,
+    "a deleted credential takes the fallback out of the route, with a warning": (
+        drill_credential_deleted
+    ),
+    "a deleted gateway is no longer trusted by the clusters": drill_gateway_deleted,
+}

@@ -1,0 +1,55 @@
+"""The whole fleet, from an empty control plane to a routed model, through the real CLI.
+
+One fleet is walked to convergence; the facts are checked on it, then the
+failure drills run on it in order (each starts from where the previous one
+left the fleet, as an operator's day would).
+"""
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from e2e import fleetcheck, functions, render
+from e2e.fleet import MAX_PASSES, Fleet
+
+Check = Callable[[Fleet], list[str]]
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    with functions.running(None):
+        walked = Fleet.load(render.EXAMPLES / "fleet")
+        reports = walked.converge()
+        assert len(reports) < MAX_PASSES
+        yield walked
+
+
+def test_everything_ends_ready(fleet: Fleet) -> None:
+    for key, xr in fleet.xrs.items():
+        conditions = {c["type"]: c for c in xr.get("status", {}).get("conditions", [])}
+        assert conditions.get("Ready", {}).get("status") == "True", (key, conditions)
+
+
+def test_routing_table_names_both_gateways_and_every_tier(fleet: Fleet) -> None:
+    table = fleetcheck.routing_table(fleet)
+    assert "team-a/chat  via public  https://api.fleet.example.com/v1" in table
+    assert "team-a/chat  via internal  http://" in table
+    assert "team-a/chat-internal  via public" not in table
+    assert "https://api.openai.com:443/v1  model=gpt-4o-mini" in table
+
+
+FACTS = {**fleetcheck.FACTS, **fleetcheck.SCHEMAS}
+
+
+@pytest.mark.parametrize("check", FACTS.values(), ids=FACTS.keys())
+def test_fact(fleet: Fleet, check: Check) -> None:
+    assert check(fleet) == []
+
+
+@pytest.mark.parametrize("drill", fleetcheck.DRILLS.values(), ids=fleetcheck.DRILLS.keys())
+def test_drill(fleet: Fleet, drill: Check) -> None:
+    assert drill(fleet) == []
+
+
+def test_fleet_still_validates_after_the_drills(fleet: Fleet) -> None:
+    assert fleetcheck.check_schemas(fleet) == []
