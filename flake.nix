@@ -18,6 +18,12 @@
         default = self.apps.${pkgs.system}.render;
       });
 
+      # The function runtime images (Linux): the contract of package/image.json
+      # and the wheels of package/python.lock.json, as `make packages` builds
+      # them. `nix build .#compose-model-endpoint` gives a docker-archive tarball.
+      packages = nixpkgs.lib.genAttrs [ "x86_64-linux" "aarch64-linux" ]
+        (system: import ./nix/image.nix { pkgs = nixpkgs.legacyPackages.${system}; });
+
       # `nix flake check` runs the test command in the dev shell's toolchain.
       # It needs the package registries (PyPI, the Go module proxy), so it is
       # not sandbox-pure: run it with --option sandbox relaxed.

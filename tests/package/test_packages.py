@@ -10,7 +10,9 @@ gives it, and is called over gRPC with mutual TLS.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -402,3 +404,78 @@ def test_build_code_is_linted() -> None:
             [str(ruff), *args, "package"], cwd=REPO, capture_output=True, text=True, check=False
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- what users install and build with ------------------------------------------
+
+INSTALL = REPO / "package" / "install"
+
+
+def load_all(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_install_manifests_validate() -> None:
+    """The provider runtime config and the first objects, against Crossplane's CRDs and the XRDs."""
+    docs = load_all(INSTALL / "provider-kubernetes.yaml") + load_all(INSTALL / "first-objects.yaml")
+    xrds = sorted((REPO / "apis").glob("*/definition.yaml"))
+    assert validate(docs, extra_schema_files=xrds) == []
+
+
+def test_provider_kubernetes_is_the_configurations_dependency() -> None:
+    """Pre-created with --sanitize-secrets, it is the object the dependency resolves to."""
+    runtime, provider = load_all(INSTALL / "provider-kubernetes.yaml")
+    assert "--sanitize-secrets" in yaml.safe_dump(runtime)
+    meta = yaml.safe_load((REPO / "package/configuration/crossplane.yaml").read_text())
+    (dep,) = [d for d in meta["spec"]["dependsOn"] if d["package"].endswith("/provider-kubernetes")]
+    assert provider["spec"]["package"] == f"{dep['package']}:{dep['version']}"
+    assert provider["metadata"]["name"] == build.package_object_name(dep["package"])
+    assert provider["spec"]["runtimeConfigRef"]["name"] == runtime["metadata"]["name"]
+
+
+def test_rbac_covers_every_required_kind_read_only() -> None:
+    (role,) = load_all(INSTALL / "rbac.yaml")
+    assert role["kind"] == "ClusterRole"
+    assert role["metadata"]["labels"] == {"rbac.crossplane.io/aggregate-to-crossplane": "true"}
+    granted = {
+        (g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+    }
+    assert all(set(rule["verbs"]) == {"get", "list", "watch"} for rule in role["rules"])
+    plurals = {
+        ("fleetgate.dev", yaml.safe_load(p.read_text())["spec"]["names"]["plural"])
+        for p in (REPO / "apis").glob("*/definition.yaml")
+    }
+    assert granted == {*plurals, ("", "secrets")}
+
+
+def test_dockerfile_builds_the_same_image() -> None:
+    text = (REPO / "package" / "Dockerfile").read_text()
+    assert "python -m package.build rootfs /rootfs" in text, "the same root filesystem builder"
+    stages = dict(re.findall(r"^FROM runtime AS (\S+)\nENTRYPOINT (\[.*\])$", text, re.M))
+    assert {k: json.loads(v) for k, v in stages.items()} == {
+        f: build.image_config(f)["Entrypoint"] for f in build.FUNCTIONS
+    }
+    assert re.findall(r"^USER (\S+)$", text, re.M) == [build.USER]
+    assert re.findall(r"^EXPOSE (\d+)$", text, re.M) == [str(build.PORT)]
+    (env,) = re.findall(r"^ENV (.*)$", text, re.M)
+    assert env.split() == list(build.ENV)
+    pins = re.findall(r"installer==[\d.]+", (REPO / "pyproject.toml").read_text())
+    assert pins
+    assert all(pin in text for pin in pins), "the same installer as make packages"
+
+
+def test_nix_images_share_the_contract_and_the_lock() -> None:
+    flake = (REPO / "flake.nix").read_text()
+    assert "packages = " in flake
+    assert "./nix/image.nix" in flake
+    nix = (REPO / "nix" / "image.nix").read_text()
+    for needle in (
+        "../package/image.json",
+        "../package/python.lock.json",
+        "contract.functions",
+        'Entrypoint = [ "${contract.bin}/${function}" ]',
+        "User = contract.user",
+        "contract.env",
+        "contract.port",
+    ):
+        assert needle in nix
