@@ -6,6 +6,7 @@ from typing import Any
 
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
 from fleetgate.core.runner import Composer, run_composer
 
 STATUS_NAMES = {

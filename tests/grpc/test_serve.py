@@ -13,8 +13,8 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from crossplane.function.proto.v1beta1 import run_function_pb2 as fnv1beta1
 from crossplane.function.proto.v1beta1 import run_function_pb2_grpc as grpcv1beta1
 
-from e2e.functions import console_script, wait_for_port
 from e2e import pki
+from e2e.functions import console_script, wait_for_port
 
 FUNCTIONS = ["compose-model-endpoint"]
 TIMEOUT_S = 10.0

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+
 from fleetgate.core import names
 
 LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")

@@ -3,10 +3,10 @@
 from typing import Any
 
 import pytest
+
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import MESSAGE_MAX, Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
-
 from tests.support import request, run
 
 XR: dict[str, Any] = {

@@ -3,8 +3,8 @@
 from typing import Any
 
 import pytest
-from fleetgate.model_endpoint.composer import compose
 
+from fleetgate.model_endpoint.composer import compose
 from tests.support import Outcome, request, run, secret
 
 NS = "team-a"
