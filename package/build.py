@@ -35,7 +35,6 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +138,9 @@ def cached_layer(
         facts = make(root)
         layer = oci.write_layer(root, path)
     sidecar.write_text(json.dumps({"layer": layer.to_json(), "facts": facts}, indent=1))
+    for stale in path.parent.glob(f"{name}-*"):  # layers of inputs that have since changed
+        if stale not in (path, sidecar):
+            stale.unlink(missing_ok=True)
     return layer, facts
 
 
@@ -225,14 +227,6 @@ def project_layer(log: Callable[[str], None]) -> tuple[oci.Layer, dict[str, Any]
 # --- images and packages -----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Image:
-    function: str
-    path: Path
-    digest: str
-    startable: bool
-
-
 def image_config(function: str) -> dict[str, Any]:
     return {
         "Entrypoint": [f"{CONTRACT['bin']}/{function}"],
@@ -243,30 +237,14 @@ def image_config(function: str) -> dict[str, Any]:
     }
 
 
-def build_image(
-    function: str, arch: str, layers: list[oci.Layer], version: str, registry: str
-) -> str:
-    dest = CACHE / "images" / f"{function}-{arch}.tar"
+def function_image(function: str, arch: str, layers: list[oci.Layer], version: str) -> oci.Image:
     labels = {
         "org.opencontainers.image.title": function,
         "org.opencontainers.image.version": version,
         "org.opencontainers.image.licenses": "Apache-2.0",
         "org.opencontainers.image.description": "Fleetgate composition function",
     }
-    ref = f"{registry}/{function}:{version}"
-    key = digest(
-        json.dumps([[layer.digest for layer in layers], image_config(function), labels, ref])
-    )
-    sidecar = dest.with_name(dest.name + ".json")
-    if dest.is_file() and sidecar.is_file():
-        data = json.loads(sidecar.read_text())
-        if data.get("key") == key:
-            return str(data["digest"])
-    manifest = oci.write_image(
-        dest, layers, image_config(function), architecture=arch, ref=ref, labels=labels
-    )
-    sidecar.write_text(json.dumps({"key": key, "digest": manifest}))
-    return manifest
+    return oci.image(layers, image_config(function), architecture=arch, labels=labels)
 
 
 def _dump_all(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
@@ -319,24 +297,32 @@ def _mkparent(path: Path) -> Path:
     return path
 
 
-def xpkg_build(stage: Path, out: Path, image: Path | None, image_digest: str = "") -> None:
-    """Run the pinned CLI's ``xpkg build``; skipped when its inputs are unchanged."""
+def xpkg_build(stage: Path, out: Path, image: tuple[oci.Image, str] | None = None) -> None:
+    """Run the pinned CLI's ``xpkg build``, embedding (image, ref); skipped if inputs are unchanged.
+
+    The image archive exists only for the build: the .xpkg is the runtime image
+    (``docker load -i`` reads it too).
+    """
     if not (CLI.is_file() and os.access(CLI, os.X_OK)):
         raise SystemExit(f"the Crossplane CLI is missing at {CLI}: run `make tools`")
-    key = digest(*tree_files(stage), image_digest, REPO / "tools" / "go.sum")
+    embedded = f"{image[0].digest} {image[1]}" if image else ""
+    key = digest(*tree_files(stage), embedded, REPO / "tools" / "go.sum")
     sidecar = out.with_name(out.name + ".key")
     if out.is_file() and sidecar.is_file() and sidecar.read_text() == key:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="fleetgate-examples-", dir=CACHE) as empty:
+    with tempfile.TemporaryDirectory(prefix="fleetgate-xpkg-", dir=CACHE) as work:
+        (Path(work) / "examples").mkdir()
         command = [
             str(CLI), "xpkg", "build",
             "--package-root", str(stage),
-            "--examples-root", empty,  # the default (./examples) would pick up the render cases
+            # The default (./examples) would pick up the render cases.
+            "--examples-root", str(Path(work) / "examples"),
             "--package-file", str(out),
         ]  # fmt: skip
         if image is not None:
-            command += ["--embed-runtime-image-tarball", str(image)]
+            oci.write_image(Path(work) / "image.tar", *image)
+            command += ["--embed-runtime-image-tarball", str(Path(work) / "image.tar")]
         proc = subprocess.run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"crossplane xpkg build failed for {stage.name}:\n{proc.stderr}")
@@ -374,10 +360,9 @@ def build(
             "functions": {},
         }
         for function in FUNCTIONS:
-            manifest = build_image(function, arch, layers, version, registry)
-            image = CACHE / "images" / f"{function}-{arch}.tar"
+            image = function_image(function, arch, layers, version)
             xpkg = out / f"{function}-{version}-{arch}.xpkg"
-            xpkg_build(stage_function(function), xpkg, image, manifest)
+            xpkg_build(stage_function(function), xpkg, (image, f"{registry}/{function}:{version}"))
             startable = bool(app_facts["startable"][function])
             if not startable:
                 log(f"warning: {function}: fleetgate has no module for it yet; "
@@ -385,12 +370,11 @@ def build(
             report["functions"][function] = {
                 "package": str(xpkg.relative_to(REPO) if xpkg.is_relative_to(REPO) else xpkg),
                 "package_bytes": xpkg.stat().st_size,
-                "image": str(image.relative_to(REPO)),
-                "image_manifest": manifest,
+                "image_manifest": image.digest,
                 "startable": startable,
             }
         configuration = out / f"{CONFIGURATION}-{version}.xpkg"
-        xpkg_build(stage_configuration(registry), configuration, None)
+        xpkg_build(stage_configuration(registry), configuration)
         report["configuration"] = {
             "package": str(
                 configuration.relative_to(REPO)
@@ -425,7 +409,9 @@ def rootfs(dest: Path, *, arch: str | None = None, log: Callable[[str], None] = 
         layers = [base, wheels_layer(arch, facts["sonames"], log)[0], project_layer(log)[0]]
         with tempfile.TemporaryDirectory(dir=CACHE) as work:
             archive = Path(work) / "image.tar"
-            oci.write_image(archive, layers, {}, architecture=arch, ref="fleetgate/rootfs:build")
+            oci.write_image(
+                archive, oci.image(layers, {}, architecture=arch), "fleetgate/rootfs:build"
+            )
             dest.mkdir(parents=True, exist_ok=True)
             oci.unpack_archive(archive, dest)
 

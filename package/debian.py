@@ -153,7 +153,7 @@ class Apt:
         (self.root / "etc/sources.list").write_text("\n".join(lines) + "\n")
         (self.root / "status").touch()
         # The host's apt configuration must not leak in: an own main file, no parts.
-        config = {
+        config: dict[str, object] = {
             "Dir::State": self.root,
             "Dir::State::Lists": self.root / "lists",
             "Dir::State::status": self.root / "status",
@@ -166,10 +166,14 @@ class Apt:
             "Dir::Etc::Parts": self.root / "etc/apt.conf.d",
             "APT::Architecture": arch,
             "APT::Architectures": arch,
-            "APT::Sandbox::User": "root" if os.geteuid() == 0 else "",
+            "APT::Sandbox::User": "root" if os.geteuid() == 0 else None,
             "Debug::NoLocking": "1",
+            "Acquire::GzipIndexes": "true",  # keep the package lists compressed in the cache
+            "Acquire::Languages": "none",
+            "Dir::Cache::pkgcache": "",  # no 70 MB binary caches: a build runs apt a few times
+            "Dir::Cache::srcpkgcache": "",
         }
-        text = "".join(f'{key} "{value}";\n' for key, value in config.items() if value != "")
+        text = "".join(f'{key} "{value}";\n' for key, value in config.items() if value is not None)
         (self.root / "apt.conf").write_text(text)
         self.env = {**os.environ, "APT_CONFIG": str(self.root / "apt.conf"), "LC_ALL": "C"}
 

@@ -140,16 +140,25 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def write_image(
-    dest: Path,
+@dataclass(frozen=True)
+class Image:
+    """An image's config and manifest, as bytes with their digests, and its layers."""
+
+    architecture: str
+    layers: tuple[Layer, ...]
+    config: bytes
+    config_digest: str
+    manifest: bytes
+    digest: str  # of the manifest: what a registry calls the image
+
+
+def image(
     layers: Sequence[Layer],
     config: Mapping[str, Any],
     *,
     architecture: str,
-    ref: str,
     labels: Mapping[str, str] | None = None,
-) -> str:
-    """Write an image archive (OCI layout + docker manifest.json); return the manifest digest."""
+) -> Image:
     image_config = {
         "architecture": architecture,
         "os": "linux",
@@ -169,27 +178,34 @@ def write_image(
         ],
     }
     manifest_digest, manifest_bytes = _blob(_canonical(manifest))
+    return Image(
+        architecture, tuple(layers), config_bytes, config_digest, manifest_bytes, manifest_digest
+    )
+
+
+def write_image(dest: Path, img: Image, ref: str) -> None:
+    """Write an image archive: an OCI image layout that is also a `docker save` archive."""
     index = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.index.v1+json",
         "manifests": [
             {
                 "mediaType": MANIFEST,
-                "digest": manifest_digest,
-                "size": len(manifest_bytes),
+                "digest": img.digest,
+                "size": len(img.manifest),
                 "annotations": {
                     "io.containerd.image.name": ref,
                     "org.opencontainers.image.ref.name": ref.rpartition(":")[2],
                 },
-                "platform": {"architecture": architecture, "os": "linux"},
+                "platform": {"architecture": img.architecture, "os": "linux"},
             }
         ],
     }
     docker = [
         {
-            "Config": _blob_path(config_digest),
+            "Config": _blob_path(img.config_digest),
             "RepoTags": [ref],
-            "Layers": [_blob_path(layer.digest) for layer in layers],
+            "Layers": [_blob_path(layer.digest) for layer in img.layers],
         }
     ]
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -198,15 +214,14 @@ def write_image(
         _add_bytes(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
         _add_bytes(tar, "index.json", _canonical(index))
         _add_bytes(tar, "manifest.json", _canonical(docker))
-        _add_bytes(tar, _blob_path(config_digest), config_bytes)
-        _add_bytes(tar, _blob_path(manifest_digest), manifest_bytes)
-        for layer in layers:
+        _add_bytes(tar, _blob_path(img.config_digest), img.config)
+        _add_bytes(tar, _blob_path(img.digest), img.manifest)
+        for layer in img.layers:
             info = tarfile.TarInfo(_blob_path(layer.digest))
             info.size, info.mode, info.mtime = layer.size, 0o644, 0
             with layer.path.open("rb") as f:
                 tar.addfile(info, f)
     partial.replace(dest)
-    return manifest_digest
 
 
 def _blob_path(digest: str) -> str:
