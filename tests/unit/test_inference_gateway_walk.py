@@ -124,29 +124,35 @@ def caller_secret_key(desired: dict[str, Obj]) -> list[str]:
     return sorted(k for k in desired if k.startswith("caller-keys-"))
 
 
-def test_changed_callers_move_to_a_new_secret_once_it_exists() -> None:
+def credential_refs(desired: dict[str, Obj]) -> list[str]:
+    refs = manifest(desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
+    return [r["name"] for r in refs]
+
+
+def test_changed_callers_move_to_a_new_secret_without_a_gap() -> None:
     before = fleet(full=True)
     first = before.run()
     (old_key,) = caller_secret_key(first.desired)
     old_name = manifest(first.desired[old_key])["metadata"]["name"]
 
-    # Bob is revoked: a new Secret holds Alice only; the policy keeps naming
-    # the old Secret until the new one is on the cluster.
+    # Bob is revoked: a new Secret holds Alice only.
     revoked = before.with_(callers=[callers(keys={"alice": "sk-alice"})])
     out = revoked.run(echo(first))
-    new_keys = [k for k in caller_secret_key(out.desired) if k != old_key]
-    assert len(new_keys) == 1
-    (new_key,) = new_keys
-    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
-    refs = manifest(out.desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
-    assert [r["name"] for r in refs] == [old_name]
+    (new_key,) = [k for k in caller_secret_key(out.desired) if k != old_key]
     new_name = manifest(out.desired[new_key])["metadata"]["name"]
     assert new_name != old_name
+    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
+    assert credential_refs(out.desired) == [old_name], "the new Secret is not there yet"
+
+    # The new Secret exists: the policy names it, the old Secret stays until
+    # the cluster's policy has switched.
+    out = revoked.run(echo(out))
+    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
+    assert credential_refs(out.desired) == [new_name]
 
     out = revoked.run(echo(out))
     assert caller_secret_key(out.desired) == [new_key], "the revoked key's Secret goes"
-    refs = manifest(out.desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
-    assert [r["name"] for r in refs] == [new_name]
+    assert credential_refs(out.desired) == [new_name]
 
 
 def test_unchanged_callers_keep_their_secret() -> None:

@@ -150,8 +150,10 @@ class OnCluster:
         """Project every caller key into one Secret; return the Secret(s) the policy names.
 
         A new set of identities gets a new Secret (``GatewayNames.caller_keys``
-        says why). Until it exists on the cluster the policy keeps naming the
-        old one: a SecurityPolicy naming a missing Secret fails every route.
+        says why), and the switch never lets the policy name a Secret that is
+        not on the cluster (Envoy Gateway then fails every route):
+        the policy keeps naming the old Secret until the new one exists, and
+        the old one goes only once the cluster's policy names the new one.
         """
         key_set = naming.key_set_digest(list(callers.sources))
         key = naming.caller_keys_key(key_set)
@@ -164,10 +166,12 @@ class OnCluster:
         self.put(key, manifest, references=refs)
         observed = self.rec.req.observed.resources
         previous = sorted(n for n in observed if n.startswith(naming.CALLER_KEYS) and n != key)
-        if not previous or is_ready(self.rec.observed(key)):
+        if not previous or _policy_names(self.rec.observed(naming.CALLER_AUTH)) == [remote]:
             return [remote]
         for name in previous:
             keep_observed(self.rec, name)
+        if is_ready(self.rec.observed(key)):
+            return [remote]
         old = (_applied_name(self.rec.observed(name)) for name in previous)
         return sorted(name for name in old if name) or [remote]
 
@@ -201,6 +205,12 @@ class OnCluster:
             if cluster.family is not None:
                 key = naming.resolve_slice_key(cluster.name, cluster.family)
                 self.put(key, resolution.endpoint_slice(cluster, self.names))
+
+
+def _policy_names(observed: dict[str, Any] | None) -> list[str]:
+    """The caller Secrets the SecurityPolicy on the cluster names, as last observed there."""
+    auth = ((remote_manifest(observed) or {}).get("spec") or {}).get("apiKeyAuth") or {}
+    return [str(ref.get("name")) for ref in auth.get("credentialRefs") or []]
 
 
 def _applied_name(observed: dict[str, Any] | None) -> str:
