@@ -155,8 +155,8 @@ CASES = {
         [("objects[0] Certificate fleet/api (cert-manager.io/v1beta7)", "no schema")],
     ),
     "core kind outside the allowed list": Case(
-        [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}}],
-        [("objects[0] ServiceAccount sa (v1)", "no schema")],
+        [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "pvc"}}],
+        [("objects[0] PersistentVolumeClaim pvc (v1)", "no schema")],
     ),
     "valid core config map": Case([config_map()]),
     "core config map with an unknown field and a number": Case(

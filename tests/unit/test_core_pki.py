@@ -1,8 +1,9 @@
 """The CA chain every Fleetgate PKI is built from."""
 
 from fleetgate.core import names
-from fleetgate.core.objects import remote_object, secret_patch
+from fleetgate.core.objects import remote_object
 from fleetgate.core.pki import BUNDLE_KEY, CertificateAuthority
+from fleetgate.core.secrets import secret_patch
 
 CA = CertificateAuthority(
     prefix="fleetgate-gw-" + "g" * 63, subject="fleetgate gateway " + "g" * 63
@@ -61,14 +62,17 @@ def test_cluster_scoped_xr_objects_name_their_namespace() -> None:
 
 
 def test_secret_patch_reads_the_key_on_the_control_plane() -> None:
-    ref = secret_patch(secret="keys", namespace="ns", key="apiKey", to_path="data.apiKey")
+    ref = secret_patch(secret="tls", namespace="ns", key="tls.crt")
     assert ref == {
         "patchesFrom": {
             "apiVersion": "v1",
             "kind": "Secret",
-            "name": "keys",
+            "name": "tls",
             "namespace": "ns",
-            "fieldPath": "data.apiKey",
+            # Brackets: a dotted path would read tls.crt as two nested fields.
+            "fieldPath": "data[tls.crt]",
         },
-        "toFieldPath": "data.apiKey",
+        "toFieldPath": "data[tls.crt]",
     }
+    renamed = secret_patch(secret="openai", namespace="ns", key="token", to_key="apiKey")
+    assert renamed["toFieldPath"] == "data[apiKey]"

@@ -366,7 +366,7 @@ def test_credential_is_a_policy_and_a_projected_secret() -> None:
     [reference] = obj["spec"]["references"]
     assert reference["patchesFrom"]["name"] == "openai"
     assert reference["patchesFrom"]["namespace"] == NS
-    assert reference["toFieldPath"].endswith("apiKey]") or reference["toFieldPath"] == "data.apiKey"
+    assert reference["toFieldPath"] == "data[apiKey]"
     assert obj["spec"]["readiness"] == {"policy": "SuccessfulCreate"}
 
 

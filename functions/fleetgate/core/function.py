@@ -18,6 +18,7 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.models import C, Model, parse
+from fleetgate.core.secrets import scrub_secret
 
 Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
@@ -127,12 +128,13 @@ class Reconcile:
     def keep(self, name: str) -> bool:
         """Carry an observed resource over unchanged, so a transient gap deletes nothing.
 
-        Returns False when there was nothing to keep.
+        Returns False when there was nothing to keep. Secret values that
+        provider-kubernetes wrote back into an observed Object are scrubbed:
+        the Object is carried over as the function composed it.
         """
         if name not in self.req.observed.resources:
             return False
-        observed = self.req.observed.resources[name].resource
-        manifest = resource.struct_to_dict(observed)
+        manifest = resource.struct_to_dict(self.req.observed.resources[name].resource)
         # Only what the function wrote belongs in desired state; status and
         # server-set metadata would be rejected or fight the API server.
         manifest.pop("status", None)
@@ -146,8 +148,23 @@ class Reconcile:
             "ownerReferences",
         ):
             meta.pop(server_field, None)
+        scrub_secret(manifest)
         self.compose(name, manifest)
         return True
+
+    def keep_all(self, *prefixes: str) -> list[str]:
+        """Keep every observed resource whose name starts with one of ``prefixes`` (all if none).
+
+        For a step whose input is transiently missing. Returns the names kept, sorted.
+        """
+        kept = sorted(
+            name
+            for name in self.req.observed.resources
+            if not prefixes or name.startswith(prefixes)
+        )
+        for name in kept:
+            self.keep(name)
+        return kept
 
     def set_status(self, **fields: Any) -> None:
         """Set top-level status fields of the XR (merged into desired state at the end)."""
@@ -193,42 +210,3 @@ class Reconcile:
 def dump(model: Model) -> dict[str, Any]:
     """A model as the camelCase dict the API server stores."""
     return model.model_dump(by_alias=True, exclude_none=True)
-
-
-def keep_observed(rec: Reconcile, *prefixes: str) -> list[str]:
-    """Keep every observed resource whose name starts with one of ``prefixes`` (all if none).
-
-    For a step whose input is transiently missing: what it composed before
-    stays as it was instead of being deleted. Returns the names kept, sorted.
-
-    A kept Object that carries a Secret is scrubbed of its data: provider-
-    kubernetes writes the values it patched in from ``references`` back into
-    the Object it observed (crossplane-contrib/provider-kubernetes#223), and
-    carrying them over verbatim would put them into the desired state.
-    """
-    kept = sorted(
-        name for name in rec.req.observed.resources if not prefixes or name.startswith(prefixes)
-    )
-    for name in kept:
-        rec.keep(name)
-        desired = resource.struct_to_dict(rec.rsp.desired.resources[name].resource)
-        if scrub_secret(desired):
-            rec.compose(name, desired)
-    return kept
-
-
-SECRET_FIELDS = ("data", "stringData")
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def scrub_secret(obj: dict[str, Any]) -> bool:
-    """Remove Secret values from an Object (or a Secret) in place; True if it carried a Secret."""
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
-    target = manifest if isinstance(manifest, dict) else obj
-    if target.get("kind") != "Secret":
-        return False
-    for key in SECRET_FIELDS:
-        target.pop(key, None)
-    for meta in (obj.get("metadata") or {}, target.get("metadata") or {}):
-        (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
-    return True

@@ -9,24 +9,6 @@ Manifest = dict[str, Any]
 ManagementPolicy = Literal["Observe", "Create", "Update", "Delete", "LateInitialize", "*"]
 
 
-def secret_patch(*, secret: str, namespace: str, key: str, to_path: str) -> dict[str, Any]:
-    """A ``references[]`` entry copying one Secret key into the manifest at apply time.
-
-    provider-kubernetes resolves it on the control plane, so the value never
-    passes through the function or the desired state.
-    """
-    return {
-        "patchesFrom": {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "name": secret,
-            "namespace": namespace,
-            "fieldPath": f"data.{key}",
-        },
-        "toFieldPath": to_path,
-    }
-
-
 def remote_object(
     *,
     manifest: Manifest,
@@ -70,8 +52,3 @@ def remote_object(
         "metadata": metadata,
         "spec": spec,
     }
-
-
-def condition_query(condition_type: str) -> str:
-    """CEL readiness query: the remote object has ``condition_type`` True."""
-    return readiness.condition_query(condition_type)

@@ -1,33 +1,59 @@
-"""Control-plane Secrets projected onto workload clusters, key by key.
+"""Control-plane Secrets on workload clusters: projected key by key, never read.
 
 provider-kubernetes resolves ``references[].patchesFrom`` on the control plane
 when it applies an Object, so a Secret's value reaches the workload cluster
 without ever passing through a function, a desired state or a result. A
 function only names the source and the keys (key names are not secret; the
-values are never read).
+values are never read), and scrubs any value provider-kubernetes wrote back
+into an Object it observed before carrying that Object over.
 """
 
 from typing import Any
 
-from fleetgate.core.objects import secret_patch
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_VALUE_FIELDS = ("data", "stringData")
 
 
-def secret_key_patch(
+def secret_patch(
     *, secret: str, namespace: str, key: str, to_key: str | None = None
 ) -> dict[str, Any]:
     """A ``references[]`` entry copying ``data[key]`` of a Secret into ``data[to_key]``.
 
-    Keys are addressed in brackets (``data[tls.crt]``): the dotted form
-    ``secret_patch`` writes would read ``tls.crt`` as two nested fields and
-    copy nothing, so any key that may hold a dot goes through here.
+    Keys are addressed in brackets (``data[tls.crt]``): the dotted form would
+    read ``tls.crt`` as two nested fields and copy nothing.
     """
-    target = f"data[{key if to_key is None else to_key}]"
-    patch = secret_patch(secret=secret, namespace=namespace, key=key, to_path=target)
-    patch["patchesFrom"]["fieldPath"] = f"data[{key}]"
-    return patch
+    return {
+        "patchesFrom": {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "name": secret,
+            "namespace": namespace,
+            "fieldPath": f"data[{key}]",
+        },
+        "toFieldPath": f"data[{key if to_key is None else to_key}]",
+    }
 
 
 def secret_keys(secret: dict[str, Any]) -> list[str]:
     """The keys a Secret holds, sorted; its values are never looked at."""
     keys = set((secret.get("data") or {}).keys()) | set((secret.get("stringData") or {}).keys())
     return sorted(str(k) for k in keys)
+
+
+def scrub_secret(obj: dict[str, Any]) -> bool:
+    """Remove Secret values from an Object (or a Secret) in place; True if it carried a Secret.
+
+    provider-kubernetes writes the values it patched in from ``references``
+    back into the Object's manifest and last-applied annotation
+    (crossplane-contrib/provider-kubernetes#223): carried over verbatim they
+    would land in the desired state.
+    """
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    target = manifest if isinstance(manifest, dict) else obj
+    if target.get("kind") != "Secret":
+        return False
+    for key in _VALUE_FIELDS:
+        target.pop(key, None)
+    for meta in (obj.get("metadata") or {}, target.get("metadata") or {}):
+        (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
+    return True

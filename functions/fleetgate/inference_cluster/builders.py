@@ -14,9 +14,10 @@ from pydantic import Field
 from fleetgate.core.constants import LABEL_CLUSTER, SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster, Model, ObjectMeta
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname, dns_label, object_name
-from fleetgate.core.objects import Manifest, condition_query, remote_object
+from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import remote_manifest
 from fleetgate.core.pki import BUNDLE_KEY, CertificateAuthority
+from fleetgate.core.readiness import condition_query
 
 PREFIX: Final = "fleetgate-cluster"
 HTTPS_LISTENER: Final = "https"

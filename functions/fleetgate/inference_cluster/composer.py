@@ -16,13 +16,12 @@ from typing import Any
 
 from fleetgate.core.constants import API_VERSION, LABEL_PREFIX, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile
+from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
-from fleetgate.core.objects import condition_query
 from fleetgate.core.observed import configmap_value, is_ready
 from fleetgate.core.ordering import compose_after
-from fleetgate.core.selectors import Every
+from fleetgate.core.readiness import condition_query
 from fleetgate.inference_cluster import builders, stack
 from fleetgate.inference_cluster.builders import FleetGateway, Site, Trust
 
@@ -179,7 +178,7 @@ def trust_fleet_gateways(
     None while Crossplane has not listed the InferenceGateways yet: then what
     was composed before stays as it was.
     """
-    gateways = rec.require_all(GATEWAYS, Every(API_VERSION, "InferenceGateway"), FleetGateway)
+    gateways = rec.require_all(GATEWAYS, Selector(API_VERSION, "InferenceGateway"), FleetGateway)
     if gateways is None:
         progress.keep(CLIENT_CAS)
         progress.keep(CLIENT_VALIDATION)

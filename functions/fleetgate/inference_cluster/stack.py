@@ -13,7 +13,8 @@ from functools import cache
 from typing import Any, Final
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
-from fleetgate.core.objects import Manifest, condition_query
+from fleetgate.core.objects import Manifest
+from fleetgate.core.readiness import condition_query
 from fleetgate.inference_cluster import gaie_crds
 
 HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.function import Reconcile, keep_observed
+from fleetgate.core.function import Reconcile
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import configmap_value, is_ready, remote_manifest
 from fleetgate.core.pki import BUNDLE_KEY
-from fleetgate.core.secrets import secret_key_patch
+from fleetgate.core.secrets import secret_patch
 from fleetgate.inference_gateway import builders, inputs, naming, resolution
 from fleetgate.inference_gateway.inputs import Blocked, CallerKeys, FrontDoor, Target
 from fleetgate.inference_gateway.naming import GatewayNames
@@ -56,7 +56,7 @@ def compose(rec: Reconcile) -> None:
 
 def _hold(rec: Reconcile, blocked: Blocked, *prefixes: str) -> None:
     """A gate is closed: keep what the gated part composed before, and say what is missing."""
-    keep_observed(rec, *prefixes)
+    rec.keep_all(*prefixes)
     rec.warning(f"gateway not (fully) served: {blocked.message}", blocked.reason)
 
 
@@ -139,7 +139,7 @@ class OnCluster:
     def tls_secret(self, source: str) -> str:
         remote = self.names.tls(source)
         refs = [
-            secret_key_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=key)
+            secret_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=key)
             for key in inputs.TLS_CERT_KEYS
         ]
         manifest = builders.projected_secret(remote, self.names, type_="kubernetes.io/tls")
@@ -159,7 +159,7 @@ class OnCluster:
         key = naming.caller_keys_key(key_set)
         remote = self.names.caller_keys(key_set)
         refs = [
-            secret_key_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=identity)
+            secret_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=identity)
             for identity, source in callers.sources.items()
         ]
         manifest = builders.projected_secret(remote, self.names, type_="Opaque")
@@ -169,7 +169,7 @@ class OnCluster:
         if not previous or _policy_names(self.rec.observed(naming.CALLER_AUTH)) == [remote]:
             return [remote]
         for name in previous:
-            keep_observed(self.rec, name)
+            self.rec.keep_all(name)
         if is_ready(self.rec.observed(key)):
             return [remote]
         old = (_applied_name(self.rec.observed(name)) for name in previous)
@@ -178,7 +178,7 @@ class OnCluster:
     def cluster_cas(self, reachable: list[PublishedCluster] | None) -> None:
         """This gateway's copy of each published cluster's CA, which its Backends trust."""
         if reachable is None:
-            keep_observed(self.rec, naming.CLUSTER_CA)
+            self.rec.keep_all(naming.CLUSTER_CA)
             return
         for cluster in reachable:
             if cluster.ca_certificate:
@@ -196,7 +196,7 @@ class OnCluster:
     ) -> None:
         """The Services making each cluster's hostname resolve, if this gateway owns them."""
         if reachable is None or peers is None:
-            keep_observed(self.rec, naming.RESOLVE)
+            self.rec.keep_all(naming.RESOLVE)
             return
         if resolution.resolver(me, peers) != me.name:
             return

@@ -13,7 +13,6 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
 from fleetgate.core.secrets import secret_keys
-from fleetgate.core.selectors import Every
 from fleetgate.inference_gateway.resolution import Peer
 
 CLUSTER: Final = "cluster"
@@ -177,7 +176,7 @@ def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Blocke
 
 def clusters(rec: Reconcile) -> list[InferenceCluster] | None:
     """Every InferenceCluster (for name resolution and CAs); None until resolved."""
-    found = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
+    found = rec.require_all(CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster)
     if found is not None:
         _unique("InferenceCluster", [c.metadata.name for c in found])
     return found
@@ -185,7 +184,7 @@ def clusters(rec: Reconcile) -> list[InferenceCluster] | None:
 
 def peers(rec: Reconcile) -> list[Peer] | None:
     """Every InferenceGateway, for the name-resolution ownership rule; None until resolved."""
-    found = rec.require(GATEWAYS, Every(API_VERSION, "InferenceGateway"))
+    found = rec.require(GATEWAYS, Selector(API_VERSION, "InferenceGateway"))
     if found is None:
         return None
     result = [peer(raw) for raw in found]

@@ -27,11 +27,10 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile, dump
+from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import is_ready
-from fleetgate.core.selectors import Every
 from fleetgate.model_deployment import endpoints, engine, fleet, naming, placement, routing
 from fleetgate.model_deployment.providers import PROVIDERS
 from fleetgate.model_deployment.providers.base import EngineRun, Provider, RemotePart, Workload
@@ -67,8 +66,10 @@ def compose(rec: Reconcile) -> None:
     served = engine.served_model_name(namespace, name)
     rec.set_status(servedModelName=served)
 
-    clusters = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
-    peers = rec.require(DEPLOYMENTS, Every(API_VERSION, "ModelDeployment"))
+    clusters = rec.require_all(
+        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
+    )
+    peers = rec.require(DEPLOYMENTS, Selector(API_VERSION, "ModelDeployment"))
 
     choice = choose(md.spec, previous, PROVIDERS)
     if isinstance(choice, Unchosen):
@@ -213,17 +214,12 @@ def _compose_cluster(
 
 
 def _keep_cluster(rec: Reconcile, cluster: str) -> set[str]:
-    prefix = naming.resource_prefix(cluster)
-    kept = {n for n in rec.req.observed.resources if n.startswith(prefix)}
-    for key in sorted(kept):
-        rec.keep(key)
-    return kept
+    return set(rec.keep_all(naming.resource_prefix(cluster)))
 
 
 def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: Unchosen) -> None:
     """Compose nothing new: keep every resource composed before and the status that says so."""
-    for key in sorted(rec.req.observed.resources):
-        rec.keep(key)
+    rec.keep_all()
     # What runs keeps the record of how it was chosen.
     if previous.engine.type is not None:
         rec.set_status(engine=dump(previous.engine))

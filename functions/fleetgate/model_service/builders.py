@@ -25,7 +25,8 @@ from fleetgate.core.names import (
     gateway_cluster_ca,
     hashed_label,
 )
-from fleetgate.core.objects import Manifest, remote_object, secret_patch
+from fleetgate.core.objects import Manifest, remote_object
+from fleetgate.core.secrets import secret_patch
 from fleetgate.model_service.selection import Planned, Routable, ServingGateway
 
 AI_GATEWAY: Final = "aigateway.envoyproxy.io"
@@ -260,8 +261,6 @@ def api_key_object(
         manifest=api_key_secret(service, gateway.name, endpoint),
         provider_config=gateway.provider_config,
         references=[
-            secret_patch(
-                secret=ref.name, namespace=service.namespace, key=ref.key, to_path=f"data.{API_KEY}"
-            )
+            secret_patch(secret=ref.name, namespace=service.namespace, key=ref.key, to_key=API_KEY)
         ],
     )

@@ -9,14 +9,11 @@ once every gateway that selects the service has accepted its route.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crossplane.function import resource
-
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
 from fleetgate.core.observed import has_condition, is_ready, remote_manifest
-from fleetgate.core.selectors import Every
 from fleetgate.model_service.builders import Service, gateway_objects, gateway_prefix, route_key
 from fleetgate.model_service.selection import (
     PendingGateway,
@@ -71,12 +68,16 @@ class Inputs:
 
 def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Inputs | None:
     """Gateways, clusters and each entry's endpoints; None (and waiting) until all resolve."""
-    gateways = rec.require_all(GATEWAYS, Every(API_VERSION, "InferenceGateway"), InferenceGateway)
-    clusters = rec.require_all(CLUSTERS, Every(API_VERSION, "InferenceCluster"), InferenceCluster)
+    gateways = rec.require_all(
+        GATEWAYS, Selector(API_VERSION, "InferenceGateway"), InferenceGateway
+    )
+    clusters = rec.require_all(
+        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
+    )
     matched = [
         rec.require_all(
             endpoints_key(i),
-            Every(
+            Selector(
                 API_VERSION,
                 "ModelEndpoint",
                 labels=dict(entry.selector.match_labels),
@@ -184,7 +185,7 @@ def _namespace(xr: ModelService) -> str:
 
 def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     """An input is not resolved yet: change nothing, say what is awaited."""
-    _keep(rec, sorted(rec.req.observed.resources))
+    rec.keep_all()
     # Status the function wrote before stays until it can be recomputed.
     previous = rec.observed_composite.get("status") or {}
     rec.set_status(**{k: previous[k] for k in ("gateways", "endpoints") if k in previous})
@@ -216,29 +217,7 @@ def _observed_ready(rec: Reconcile, name: str) -> bool:
 
 
 def _keep_gateway(rec: Reconcile, gateway: str) -> None:
-    prefix = gateway_prefix(gateway)
-    _keep(rec, sorted(n for n in rec.req.observed.resources if n.startswith(prefix)))
-
-
-def _keep(rec: Reconcile, names: Sequence[str]) -> None:
-    """Carry observed Objects over, the projected API keys without their values.
-
-    provider-kubernetes writes what it patched in from ``references`` back
-    into the Object's own manifest and last-applied annotation
-    (crossplane-contrib/provider-kubernetes#223): kept verbatim, the key
-    would land in the desired state. Without it the Object is what this
-    function composed, and the provider patches the value in again.
-    """
-    for name in names:
-        rec.keep(name)
-        obj = resource.struct_to_dict(rec.rsp.desired.resources[name].resource)
-        manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest") or {}
-        if manifest.get("kind") == "Secret":
-            manifest.pop("data", None)
-            manifest.pop("stringData", None)
-            for meta in (obj.get("metadata") or {}, manifest.get("metadata") or {}):
-                (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
-            rec.compose(name, obj)
+    rec.keep_all(gateway_prefix(gateway))
 
 
 def _no_endpoints_message(screening: Screening) -> str:
