@@ -10,7 +10,7 @@ BIN := .cache/bin
 CROSSPLANE := $(BIN)/crossplane
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
-SOURCES := functions tests e2e
+SOURCES := functions tests e2e package
 
 .PHONY: render examples test lint typecheck pytest tools crds deps nix-parser clean
 
