@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,15 +17,42 @@ REPO = Path(__file__).resolve().parent.parent
 FUNCTIONS_FILE = REPO / "examples" / "functions.yaml"
 TARGET_ANNOTATION = "render.crossplane.io/runtime-development-target"
 START_TIMEOUT_S = 30.0
+# Set by ``running`` to a copy of FUNCTIONS_FILE naming the ports it chose, so
+# that several runs on one machine (tests, a benchmark, a person) never meet.
+ACTIVE_FILE_ENV = "FLEETGATE_FUNCTIONS_FILE"
 
 
-def development_targets(functions_file: Path = FUNCTIONS_FILE) -> dict[str, str]:
+def functions_file() -> Path:
+    """The functions file ``crossplane render`` should use now."""
+    return Path(os.environ.get(ACTIVE_FILE_ENV, FUNCTIONS_FILE))
+
+
+def development_targets(path: Path | None = None) -> dict[str, str]:
     """Function name → the host:port the functions file tells render to dial."""
     targets = {}
-    for doc in yaml.safe_load_all(functions_file.read_text()):
+    for doc in yaml.safe_load_all((path or functions_file()).read_text()):
         if doc and doc.get("kind") == "Function":
             targets[doc["metadata"]["name"]] = doc["metadata"]["annotations"][TARGET_ANNOTATION]
     return targets
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _with_ports(ports: dict[str, int], into: Path) -> Path:
+    """A copy of FUNCTIONS_FILE whose development targets are ``ports`` on loopback."""
+    docs = [d for d in yaml.safe_load_all(FUNCTIONS_FILE.read_text()) if d]
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        if name in ports:
+            doc["metadata"]["annotations"][TARGET_ANNOTATION] = f"127.0.0.1:{ports[name]}"
+    path = into / "functions.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
 
 
 def console_script(name: str) -> str:
@@ -55,31 +83,47 @@ def running(
     log_dir: Path | None = None,
     extra_args: list[str] | None = None,
 ) -> Iterator[dict[str, str]]:
-    """Start each named function (default: all) with --insecure on its development target."""
-    targets = development_targets()
-    chosen = {n: targets[n] for n in (names or sorted(targets))}
+    """Start each named function (default: all) with --insecure on a free loopback port.
+
+    While it runs, ``functions_file()`` names those ports, for ``crossplane
+    render`` and for direct gRPC calls alike.
+    """
+    chosen = names or sorted(development_targets(FUNCTIONS_FILE))
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
-    try:
-        for name, address in chosen.items():
-            log = (
-                open(log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed in finally
-                if log_dir
-                else open(os.devnull, "wb")  # noqa: SIM115
-            )
-            logs.append(log)
-            cmd = [console_script(name), "--insecure", "--address", address, *(extra_args or [])]
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
-        for proc, address in zip(procs, chosen.values(), strict=True):
-            wait_for_port(address, proc, START_TIMEOUT_S)
-        yield chosen
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for log in logs:
-            log.close()
+    previous = os.environ.get(ACTIVE_FILE_ENV)
+    with tempfile.TemporaryDirectory(prefix="fleetgate-functions-") as tmp:
+        ports = {name: free_port() for name in chosen}
+        os.environ[ACTIVE_FILE_ENV] = str(_with_ports(ports, Path(tmp)))
+        targets = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+        try:
+            for name, address in targets.items():
+                log = open(  # noqa: SIM115 - closed in finally
+                    (log_dir / f"{name}.log") if log_dir else os.devnull, "wb"
+                )
+                logs.append(log)
+                cmd = [
+                    console_script(name),
+                    "--insecure",
+                    "--address",
+                    address,
+                    *(extra_args or []),
+                ]
+                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
+            for proc, address in zip(procs, targets.values(), strict=True):
+                wait_for_port(address, proc, START_TIMEOUT_S)
+            yield targets
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            for log in logs:
+                log.close()
+            if previous is None:
+                os.environ.pop(ACTIVE_FILE_ENV, None)
+            else:
+                os.environ[ACTIVE_FILE_ENV] = previous

@@ -102,7 +102,7 @@ def render(example: Example) -> list[dict[str, Any]]:
         "render",
         str(example.path / "xr.yaml"),
         str(xr_type.composition),
-        str(functions.FUNCTIONS_FILE),
+        str(functions.functions_file()),
         f"--xrd={xr_type.xrd}",
         "--include-function-results",
         # The whole XR, so it validates against its XRD like the composed objects.
