@@ -59,13 +59,14 @@ def gateways(fleet: Fleet) -> dict[str, Obj]:
 
 
 def routes(fleet: Fleet) -> list[Route]:
-    """Every AIGatewayRoute the services composed, resolved to backends."""
+    """Every AIGatewayRoute the services composed (through their ModelRoutes), resolved."""
     by_gateway_name = {names.fleet_gateway(g): g for g in gateways(fleet)}
     found = []
     for key in fleet.ordered():
         if key[0] != "ModelService":
             continue
-        remote = fleet.remote(key)
+        children = sorted(child for child, parent in fleet.owner.items() if parent == key)
+        remote = [m for child in children for m in fleet.remote(child)]
         index = {(m["kind"], m["_providerConfig"], _name(m)): m for m in remote}
         for route in (m for m in remote if m["kind"] == "AIGatewayRoute"):
             gateway = by_gateway_name[route["spec"]["parentRefs"][0]["name"]]

@@ -1,261 +1,45 @@
-"""compose-model-service: the AI gateway route of a ModelService, through whole requests."""
+"""compose-model-service, for a ModelService: one ModelRoute per serving gateway, through requests.
+
+What each ModelRoute then composes is tested in test_model_route.py; here a
+route's content is read from the plan the ModelService hands it.
+"""
 
 import base64
 import copy
-import json
 import random
 from typing import Any
 
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e.pki import ca
-from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gateway_cluster_ca
-from fleetgate.model_service.builders import (
-    Service,
-    api_key_name,
-    backend_name,
-    endpoint_key,
-    route_key,
-    route_name,
-)
+from fleetgate.core.names import fleet_gateway
 from fleetgate.model_service.composer import compose
+from fleetgate.model_service.plan import model_route_name, route_key
 from tests.support import Outcome, request, run, secret
-
-NS = "team-a"
-API = "fleetgate.dev/v1alpha1"
-API_KEY_VALUE = "sk-live-do-not-leak-0123456789"
-SVC = Service(NS, "chat")
-CLUSTER_CA = ca("eu-1 cluster CA").cert_pem.decode()
-CLIENT_CA = ca("public gateway client CA").cert_pem.decode()
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-Required = dict[str, list[dict[str, Any]]]
-
-
-# --- fixtures: the resources Crossplane hands the function --------------------
-
-
-def service(*entries: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": API,
-        "kind": "ModelService",
-        "metadata": {"name": "chat", "namespace": NS, "labels": labels or {}},
-        "spec": {"endpoints": list(entries)},
-    }
-
-
-def entry(weight: int = 1, priority: int = 0, **labels: str) -> dict[str, Any]:
-    return {"selector": {"matchLabels": labels}, "weight": weight, "priority": priority}
-
-
-def endpoint(
-    name: str,
-    origin: str,
-    *,
-    labels: dict[str, str] | None = None,
-    ready: str | None = "True",
-    **spec: Any,
-) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": API,
-        "kind": "ModelEndpoint",
-        "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
-        "spec": {"origin": origin, **spec},
-    }
-    if ready is not None:
-        reason = "CredentialPresent" if ready == "True" else "CredentialMissing"
-        obj["status"] = {
-            "conditions": [{"type": "EndpointReady", "status": ready, "reason": reason}]
-        }
-    return obj
-
-
-def hosted(name: str, cluster: str, **kwargs: Any) -> dict[str, Any]:
-    """A fleet-hosted endpoint, as compose-model-deployment publishes it."""
-    labels = {"fleetgate.dev/cluster": cluster, "fleetgate.dev/deployment": "qwen"}
-    labels |= kwargs.pop("labels", {})
-    return endpoint(
-        name,
-        f"https://{cluster}-0123456789.fleetgate-system.svc.cluster.local",
-        labels=labels,
-        api={"schema": "OpenAI", "prefix": f"/{NS}/qwen/v1"},
-        model=f"{NS}/qwen",
-        **kwargs,
-    )
-
-
-def third_party(name: str, **kwargs: Any) -> dict[str, Any]:
-    return endpoint(
-        name,
-        kwargs.pop("origin", "https://api.openai.com"),
-        labels=kwargs.pop("labels", {"provider": name}),
-        model=kwargs.pop("model", "gpt-4o-mini"),
-        credentialRef=kwargs.pop("credentialRef", {"name": name}),
-        **kwargs,
-    )
-
-
-def gateway(
-    name: str = "public",
-    cluster: str = "edge",
-    *,
-    selector: dict[str, str] | None = None,
-    client_ca: str | None = CLIENT_CA,
-    failover: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"clusterName": cluster}
-    if selector is not None:
-        spec["serviceSelector"] = {"matchLabels": selector}
-    if failover is not None:
-        spec["failover"] = failover
-    status: dict[str, Any] = {"endpoints": {"openAI": f"https://{name}.example.com/v1"}}
-    if client_ca is not None:
-        status["clientCACertificate"] = client_ca
-    return {
-        "apiVersion": API,
-        "kind": "InferenceGateway",
-        "metadata": {"name": name},
-        "spec": spec,
-        "status": status,
-    }
-
-
-def cluster(
-    name: str, *, provider_config: str | None = None, ca_pem: str | None = CLUSTER_CA
-) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-    if provider_config is not None:
-        status["providerConfigRef"] = {"name": provider_config}
-    if ca_pem is not None:
-        status["gateway"] = {"caCertificate": ca_pem, "hostname": f"{name}.example"}
-    return {
-        "apiVersion": API,
-        "kind": "InferenceCluster",
-        "metadata": {"name": name},
-        "spec": {"credentials": {"providerConfigName": f"pc-{name}"}},
-        "status": status,
-    }
-
-
-def fleet(*endpoint_lists: list[dict[str, Any]], **extra: list[dict[str, Any]]) -> Required:
-    """One serving gateway on cluster ``edge``, clusters eu-1 and us-1, the given endpoints."""
-    required: Required = {
-        "gateways": [gateway()],
-        "clusters": [
-            cluster("edge", provider_config="pc-edge"),
-            cluster("eu-1"),
-            cluster("us-1"),
-        ],
-        "credential-openai": [secret("openai", NS, {"apiKey": API_KEY_VALUE})],
-    }
-    for i, found in enumerate(endpoint_lists):
-        required[f"endpoints-{i}"] = found
-    required.update(extra)
-    return required
-
-
-CANARY = service(
-    entry(90, track="stable"),
-    entry(10, track="canary"),
-    entry(1, 1, provider="openai"),
+from tests.unit.test_model_service_support import (
+    API,
+    API_KEY_VALUE,
+    CANARY,
+    NS,
+    SVC,
+    Required,
+    backend_refs,
+    canary_fleet,
+    cluster,
+    condition,
+    endpoint,
+    entry,
+    fleet,
+    gateway,
+    hosted,
+    model_routes,
+    plan,
+    route_of,
+    routed,
+    routes_observed,
+    service,
+    third_party,
 )
-
-
-def canary_fleet(**extra: list[dict[str, Any]]) -> Required:
-    return fleet(
-        [hosted("qwen-eu-1", "eu-1", labels={"track": "stable"})],
-        [hosted("qwen-us-1", "us-1", labels={"track": "canary"})],
-        [third_party("openai")],
-        **extra,
-    )
-
-
-# --- reading the response ------------------------------------------------------
-
-
-def manifest(out: Outcome, key: str) -> dict[str, Any]:
-    manifest: dict[str, Any] = out.desired[key]["spec"]["forProvider"]["manifest"]
-    return manifest
-
-
-def route(out: Outcome, gw: str = "public") -> dict[str, Any]:
-    return manifest(out, route_key(gw))
-
-
-def backend_refs(out: Outcome, gw: str = "public") -> list[tuple[str, int, int]]:
-    """(endpoint, weight, priority) per backendRef, endpoints named as the test knows them."""
-    names = {
-        backend_name(SVC, gw, ep): ep
-        for ep in (
-            key.split("/")[1]
-            for key in out.desired
-            if key.startswith(f"{gw}/") and key.count("/") == 2
-        )
-    }
-    return [
-        (names[ref["name"]], int(ref["weight"]), int(ref["priority"]))
-        for ref in route(out, gw)["spec"]["rules"][0]["backendRefs"]
-    ]
-
-
-def routed(out: Outcome, gw: str = "public") -> set[str]:
-    return {ep for ep, _, _ in backend_refs(out, gw)} if route_key(gw) in out.desired else set()
-
-
-def condition(out: Outcome) -> tuple[str, str, str]:
-    return out.conditions["RoutingReady"]
-
-
-def as_observed(out: Outcome, *, accepted: bool = True) -> dict[str, dict[str, Any]]:
-    """The desired state fed back as Crossplane observes it after provider-kubernetes applied it.
-
-    Every Object reports the remote object in ``status.atProvider.manifest``;
-    with ``accepted`` the remote controllers have accepted everything and the
-    Objects are Ready. A Secret comes back carrying its value the way
-    provider-kubernetes leaves it: patched into the Object's own
-    ``spec.forProvider.manifest`` and last-applied annotation
-    (crossplane-contrib/provider-kubernetes#223) and, without
-    --sanitize-secrets, its status. The function must never echo it.
-    """
-    observed = {}
-    for key, desired in out.desired.items():
-        obj = copy.deepcopy(desired)
-        remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
-        if remote["kind"] == "Secret":
-            data = {"apiKey": base64.b64encode(API_KEY_VALUE.encode()).decode()}
-            remote["data"] = data
-            obj["spec"]["forProvider"]["manifest"]["data"] = dict(data)
-            obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(remote)}
-        else:
-            status = "True" if accepted else "False"
-            remote["status"] = {
-                "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
-            }
-        ready = "True" if accepted or remote["kind"] == "Secret" else "False"
-        obj["metadata"].setdefault("annotations", {})["crossplane.io/composition-resource-name"] = (
-            key
-        )
-        obj["status"] = {
-            "atProvider": {"manifest": remote},
-            "conditions": [
-                {"type": "Ready", "status": ready, "reason": "Available"},
-                {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
-            ],
-        }
-        observed[key] = obj
-    return observed
-
-
-def objects_for(gw: str, *endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
-    keys = {route_key(gw)}
-    for ep in endpoints:
-        keys |= {endpoint_key(gw, ep, "backend"), endpoint_key(gw, ep, "ai-service-backend")}
-    for ep in credentials:
-        keys |= {endpoint_key(gw, ep, "security-policy"), endpoint_key(gw, ep, "api-key")}
-    return keys
-
 
 # --- the canary ------------------------------------------------------------------
 
@@ -264,121 +48,90 @@ def test_canary_with_third_party_fallback() -> None:
     out = run(compose, request(CANARY, required=canary_fleet()))
     assert out.fatal == []
     assert out.warnings == []
-    assert set(out.desired) == objects_for(
-        "public", "qwen-eu-1", "qwen-us-1", "openai", credentials=("openai",)
-    )
-    assert backend_refs(out) == [("qwen-eu-1", 9, 0), ("qwen-us-1", 1, 0), ("openai", 1, 1)]
-
-    spec = route(out)["spec"]
-    assert route(out)["metadata"] == {
-        "name": route_name(SVC, "public"),
-        "namespace": "fleetgate-system",
+    assert set(out.desired) == {route_key("public")}
+    route = out.desired[route_key("public")]
+    assert (route["apiVersion"], route["kind"]) == (API, "ModelRoute")
+    assert route["metadata"] == {
+        "name": model_route_name(SVC, "public"),
+        "namespace": NS,
+        "labels": {"fleetgate.dev/gateway": "public", "fleetgate.dev/service": "chat"},
     }
-    assert spec["parentRefs"] == [
-        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": fleet_gateway("public")}
+    assert route["spec"]["model"] == "team-a/chat"
+    assert route["spec"]["gateway"] == {
+        "name": "public",
+        "gatewayName": fleet_gateway("public"),
+        "providerConfigName": "pc-edge",
+        "requestTimeout": "300s",
+        "streamIdleTimeout": "60s",
+    }
+    hosts = {c: f"{c}-0123456789.fleetgate-system.svc.cluster.local" for c in ("eu-1", "us-1")}
+    assert plan(out) == [
+        {
+            "endpoint": "qwen-eu-1",
+            "weight": 9,
+            "priority": 0,
+            "modelNameOverride": "team-a/qwen",
+            "host": hosts["eu-1"],
+            "port": 443,
+            "schema": "OpenAI",
+            "prefix": "/team-a/qwen/v1",
+            "tls": "Mutual",
+            "cluster": "eu-1",
+        },
+        {
+            "endpoint": "qwen-us-1",
+            "weight": 1,
+            "priority": 0,
+            "modelNameOverride": "team-a/qwen",
+            "host": hosts["us-1"],
+            "port": 443,
+            "schema": "OpenAI",
+            "prefix": "/team-a/qwen/v1",
+            "tls": "Mutual",
+            "cluster": "us-1",
+        },
+        {
+            "endpoint": "openai",
+            "weight": 1,
+            "priority": 1,
+            "modelNameOverride": "gpt-4o-mini",
+            "host": "api.openai.com",
+            "port": 443,
+            "schema": "OpenAI",
+            "prefix": "/v1",
+            "tls": "System",
+            "credential": {"name": "openai", "key": "apiKey"},
+        },
     ]
-    rule = spec["rules"][0]
-    assert rule["matches"] == [
-        {"headers": [{"type": "Exact", "name": "x-ai-eg-model", "value": "team-a/chat"}]}
-    ]
-    assert [r.get("modelNameOverride") for r in rule["backendRefs"]] == [
-        "team-a/qwen",
-        "team-a/qwen",
-        "gpt-4o-mini",
-    ]
-    assert rule["timeouts"] == {"request": "300s"}
-    assert rule["streamIdleTimeout"] == "60s"
-    assert spec["llmRequestCosts"] == [
-        {"metadataKey": "llm_input_token", "type": "InputToken"},
-        {"metadataKey": "llm_output_token", "type": "OutputToken"},
-        {"metadataKey": "llm_total_token", "type": "TotalToken"},
-    ]
-    assert condition(out)[:2] == ("False", "WaitingForRoutes")
+    status, reason, message = condition(out)
+    assert (status, reason) == ("False", "WaitingForRoutes")
+    assert message == "pending on public (ModelRoute not created yet); 3 of 3 endpoints usable"
     assert out.composite["status"] == {
         "model": "team-a/chat",
         "endpoints": {"total": 3, "ready": 3},
         "gateways": [{"name": "public", "openAI": "https://public.example.com/v1"}],
     }
     assert out.composite_ready == "READY_FALSE"
+    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
 
 
-def test_fleet_hosted_backend_uses_mutual_tls() -> None:
+def test_the_plan_is_what_the_model_route_composes() -> None:
+    """The ModelService's plan reaches the gateway's cluster unchanged, through its ModelRoute."""
     out = run(compose, request(CANARY, required=canary_fleet()))
-    host = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
-    assert manifest(out, endpoint_key("public", "qwen-eu-1", "backend"))["spec"] == {
-        "endpoints": [{"fqdn": {"hostname": host, "port": 443}}],
-        "tls": {
-            "caCertificateRefs": [
-                {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
-            ],
-            "sni": host,
-            "clientCertificateRef": {
-                "group": "",
-                "kind": "Secret",
-                "name": gateway_client_certificate("public"),
-            },
-        },
+    composed = route_of(out)
+    assert composed.fatal == []
+    [route] = [
+        o["spec"]["forProvider"]["manifest"]
+        for o in composed.desired.values()
+        if o["spec"]["forProvider"]["manifest"]["kind"] == "AIGatewayRoute"
+    ]
+    refs = route["spec"]["rules"][0]["backendRefs"]
+    assert [(r["weight"], r["priority"], r.get("modelNameOverride")) for r in refs] == [
+        (b["weight"], b["priority"], b.get("modelNameOverride")) for b in plan(out)
+    ]
+    assert {o["spec"]["providerConfigRef"]["name"] for o in composed.desired.values()} == {
+        "pc-edge"
     }
-    ai = manifest(out, endpoint_key("public", "qwen-eu-1", "ai-service-backend"))["spec"]
-    assert ai == {
-        "schema": {"name": "OpenAI", "prefix": "/team-a/qwen/v1"},
-        "backendRef": {
-            "group": "gateway.envoyproxy.io",
-            "kind": "Backend",
-            "name": backend_name(SVC, "public", "qwen-eu-1"),
-        },
-    }, "a fleet-hosted endpoint keeps the caller header"
-
-
-def test_third_party_backend_uses_system_trust_and_loses_the_caller_header() -> None:
-    out = run(compose, request(CANARY, required=canary_fleet()))
-    assert manifest(out, endpoint_key("public", "openai", "backend"))["spec"] == {
-        "endpoints": [{"fqdn": {"hostname": "api.openai.com", "port": 443}}],
-        "tls": {"wellKnownCACertificates": "System", "sni": "api.openai.com"},
-    }
-    ai = manifest(out, endpoint_key("public", "openai", "ai-service-backend"))["spec"]
-    assert ai["headerMutation"] == {"remove": ["x-fleetgate-caller"]}
-    assert ai["schema"] == {"name": "OpenAI", "prefix": "/v1"}
-
-
-def test_credential_is_a_policy_and_a_projected_secret() -> None:
-    out = run(compose, request(CANARY, required=canary_fleet()))
-    policy = manifest(out, endpoint_key("public", "openai", "security-policy"))
-    secret_name = api_key_name(SVC, "public", "openai")
-    assert policy["spec"] == {
-        "type": "APIKey",
-        "apiKey": {"secretRef": {"name": secret_name}},
-        "targetRefs": [
-            {
-                "group": "aigateway.envoyproxy.io",
-                "kind": "AIServiceBackend",
-                "name": backend_name(SVC, "public", "openai"),
-            }
-        ],
-    }
-    obj = out.desired[endpoint_key("public", "openai", "api-key")]
-    assert obj["spec"]["forProvider"]["manifest"] == {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": secret_name, "namespace": "fleetgate-system"},
-        "type": "Opaque",
-    }
-    [reference] = obj["spec"]["references"]
-    assert reference["patchesFrom"]["name"] == "openai"
-    assert reference["patchesFrom"]["namespace"] == NS
-    assert reference["toFieldPath"] == "data[apiKey]"
-    assert obj["spec"]["readiness"] == {"policy": "SuccessfulCreate"}
-
-
-def test_every_object_lands_on_the_gateway_cluster() -> None:
-    out = run(compose, request(CANARY, required=canary_fleet()))
-    for obj in out.desired.values():
-        assert obj["apiVersion"] == "kubernetes.m.crossplane.io/v1alpha1"
-        assert obj["spec"]["providerConfigRef"] == {
-            "kind": "ClusterProviderConfig",
-            "name": "pc-edge",
-        }
-        assert obj["spec"]["forProvider"]["manifest"]["metadata"]["namespace"] == "fleetgate-system"
 
 
 # --- variations on endpoints ---------------------------------------------------------
@@ -463,52 +216,60 @@ def test_route_shape(xr: dict[str, Any], required: Required, expected: list[Any]
     assert backend_refs(out) == expected
 
 
-def test_endpoint_without_model_passes_the_caller_name_through() -> None:
-    out = run(
-        compose,
-        request(
-            service(entry(app="x")),
-            required=fleet([endpoint("plain", "http://vllm.models.svc:8000", labels={"app": "x"})]),
+BACKENDS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    # name, the endpoint, what its backend in the plan says about how to reach it
+    (
+        "third party over plain HTTP, no model: the caller's name passes through",
+        endpoint("plain", "http://vllm.models.svc:8000", labels={"app": "x"}),
+        {"host": "vllm.models.svc", "port": 8000, "tls": "Off", "schema": "OpenAI"},
+    ),
+    (
+        "Anthropic with a credential under another key",
+        third_party(
+            "anthropic",
+            origin="https://API.Anthropic.com",
+            model="claude-sonnet-4",
+            api={"schema": "Anthropic"},
+            labels={"app": "x"},
+            credentialRef={"name": "openai", "key": "apiKey"},
         ),
-    )
-    [ref] = route(out)["spec"]["rules"][0]["backendRefs"]
-    assert "modelNameOverride" not in ref
-    backend = manifest(out, endpoint_key("public", "plain", "backend"))["spec"]
-    assert backend == {"endpoints": [{"fqdn": {"hostname": "vllm.models.svc", "port": 8000}}]}
+        {
+            "host": "api.anthropic.com",
+            "tls": "System",
+            "schema": "Anthropic",
+            "prefix": "/v1",
+            "modelNameOverride": "claude-sonnet-4",
+            "credential": {"name": "openai", "key": "apiKey"},
+        },
+    ),
+    (
+        "fleet-hosted: mutual TLS to its cluster",
+        hosted("q", "eu-1", labels={"app": "x"}),
+        {"tls": "Mutual", "cluster": "eu-1", "port": 443},
+    ),
+]
 
 
-def test_anthropic_endpoint_gets_the_anthropic_key_header() -> None:
-    anthropic = third_party(
-        "anthropic",
-        origin="https://api.anthropic.com",
-        model="claude-sonnet-4",
-        api={"schema": "Anthropic"},
-    )
-    out = run(
-        compose,
-        request(
-            service(entry(provider="anthropic")),
-            required=fleet(
-                [anthropic],
-                **{"credential-anthropic": [secret("anthropic", NS, {"apiKey": API_KEY_VALUE})]},
-            ),
-        ),
-    )
-    policy = manifest(out, endpoint_key("public", "anthropic", "security-policy"))["spec"]
-    assert policy["type"] == "AnthropicAPIKey"
-    assert policy["anthropicAPIKey"] == {
-        "secretRef": {"name": api_key_name(SVC, "public", "anthropic")}
-    }
-    ai = manifest(out, endpoint_key("public", "anthropic", "ai-service-backend"))["spec"]
-    assert ai["schema"] == {"name": "Anthropic", "prefix": "/v1"}
+@pytest.mark.parametrize(
+    ("ep", "expected"), [c[1:] for c in BACKENDS], ids=[c[0] for c in BACKENDS]
+)
+def test_how_each_backend_is_reached(ep: dict[str, Any], expected: dict[str, Any]) -> None:
+    out = run(compose, request(service(entry(app="x")), required=fleet([ep])))
+    [backend] = plan(out)
+    assert {k: backend.get(k) for k in expected} == expected
+    if "modelNameOverride" not in expected:
+        assert ("modelNameOverride" in backend) == ("model" in ep["spec"])
+    if "credential" not in expected:
+        assert "credential" not in backend
+    if expected["tls"] != "Mutual":
+        assert "cluster" not in backend
 
 
 def test_failover_timeouts_come_from_the_gateway() -> None:
     required = canary_fleet()
     required["gateways"] = [gateway(failover={"requestTimeout": "15m", "streamIdleTimeout": "20s"})]
-    rule = route(run(compose, request(CANARY, required=required)))["spec"]["rules"][0]
-    assert rule["timeouts"] == {"request": "15m"}
-    assert rule["streamIdleTimeout"] == "20s"
+    gw = model_routes(run(compose, request(CANARY, required=required)))["public"]["spec"]["gateway"]
+    assert (gw["requestTimeout"], gw["streamIdleTimeout"]) == ("15m", "20s")
 
 
 def test_a_route_holds_at_most_128_backends() -> None:
@@ -579,7 +340,6 @@ def test_unusable_endpoint_is_left_out_and_named(
     out = run(compose, request(service(entry(app="x")), required=fleet([left, keep], **extra)))
     assert out.fatal == []
     assert routed(out) == {"ok"}
-    assert not any(key.startswith("public/x/") for key in out.desired)
     [warning] = out.warnings
     assert "ModelEndpoint team-a/x left out" in warning
     assert fragment in warning
@@ -632,7 +392,7 @@ GATEWAYS: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], set[str], 
         [cluster("edge", provider_config="pc-edge")],
         {"public"},
         "WaitingForRoutes",
-        "public (route not accepted yet)",
+        "public (ModelRoute not created yet)",
     ),
     (
         "selector matches the service's labels",
@@ -651,7 +411,7 @@ GATEWAYS: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], set[str], 
         [cluster("edge", provider_config="pc-edge"), cluster("core", provider_config="pc-core")],
         {"public", "internal"},
         "WaitingForRoutes",
-        "internal (route not accepted yet); public (route not accepted yet)",
+        "internal (ModelRoute not created yet); public (ModelRoute not created yet)",
     ),
     (
         "selector not matching: not served, not pending",
@@ -722,7 +482,8 @@ def test_gateways(
     required["clusters"] = [*clusters, cluster("eu-1")]
     out = run(compose, request(xr, required=required))
     assert out.fatal == []
-    assert {key.split("/")[0] for key in out.desired} == serving
+    assert set(model_routes(out)) == serving
+    assert set(out.desired) == {route_key(gw) for gw in serving}
     assert {g["name"] for g in out.composite["status"]["gateways"]} == serving
     status, got_reason, message = condition(out)
     assert (status, got_reason) == ("False", reason)
@@ -731,21 +492,35 @@ def test_gateways(
         assert any("selects this service but cannot serve it yet" in w for w in out.warnings)
 
 
+def test_each_gateway_gets_its_own_model_route() -> None:
+    required = canary_fleet()
+    required["gateways"] = [
+        gateway("public", "edge"),
+        gateway("internal", "edge", failover={"requestTimeout": "30s"}),
+    ]
+    out = run(compose, request(CANARY, required=required))
+    routes = model_routes(out)
+    assert {r["metadata"]["name"] for r in routes.values()} == {
+        model_route_name(SVC, "public"),
+        model_route_name(SVC, "internal"),
+    }
+    assert routes["internal"]["spec"]["gateway"]["requestTimeout"] == "30s"
+    assert plan(out, "internal") == plan(out, "public"), "one plan, every gateway"
+
+
 def test_gateways_on_one_cluster_never_share_a_remote_object() -> None:
     required = canary_fleet()
     required["gateways"] = [gateway("public", "edge"), gateway("internal", "edge")]
     out = run(compose, request(CANARY, required=required))
     names = [
-        (
-            obj["spec"]["forProvider"]["manifest"]["kind"],
-            obj["spec"]["forProvider"]["manifest"]["metadata"]["name"],
-        )
-        for obj in out.desired.values()
+        (m["kind"], m["metadata"]["name"])
+        for gw in ("public", "internal")
+        for m in (o["spec"]["forProvider"]["manifest"] for o in route_of(out, gw).desired.values())
     ]
     assert len(names) == len(set(names)) == 2 * 9
 
 
-def test_two_services_never_share_a_remote_object() -> None:
+def test_two_services_never_share_a_remote_object_or_a_model_route() -> None:
     first = run(compose, request(CANARY, required=canary_fleet()))
     other = copy.deepcopy(CANARY)
     other["metadata"]["name"] = "chat-canary"
@@ -754,10 +529,14 @@ def test_two_services_never_share_a_remote_object() -> None:
     def remote(out: Outcome) -> set[tuple[str, str]]:
         return {
             (m["kind"], m["metadata"]["name"])
-            for m in (o["spec"]["forProvider"]["manifest"] for o in out.desired.values())
+            for m in (o["spec"]["forProvider"]["manifest"] for o in route_of(out).desired.values())
         }
 
     assert remote(first).isdisjoint(remote(second))
+    assert (
+        model_routes(first)["public"]["metadata"]["name"]
+        != (model_routes(second)["public"]["metadata"]["name"])
+    )
 
 
 # --- passes, as Crossplane makes them ----------------------------------------------
@@ -815,52 +594,45 @@ UNRESOLVED = ["gateways", "clusters", "endpoints-1", "credential-openai"]
 @pytest.mark.parametrize("missing", UNRESOLVED)
 def test_unresolved_input_changes_nothing(missing: str) -> None:
     composed = run(compose, request(CANARY, required=canary_fleet()))
-    accepted = run(
-        compose, request(CANARY, required=canary_fleet(), observed=as_observed(composed))
-    )
+    observed = routes_observed(composed)
+    accepted = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
     required = canary_fleet()
     del required[missing]
     xr = copy.deepcopy(CANARY)
     xr["status"] = accepted.composite["status"]
-    out = run(compose, request(xr, required=required, observed=as_observed(composed)))
-    assert set(out.desired) == set(composed.desired)
-    for key, obj in out.desired.items():
-        assert obj["spec"] == composed.desired[key]["spec"], key
+    out = run(compose, request(xr, required=required, observed=observed))
+    assert out.desired == composed.desired, "kept as composed, without what Crossplane added"
     assert condition(out)[:2] == ("False", "WaitingForResources")
     assert out.composite["status"]["gateways"] == accepted.composite["status"]["gateways"]
     assert out.composite["status"]["endpoints"] == {"total": 3, "ready": 3}
 
 
 def test_walk_from_composed_to_accepted_and_back() -> None:
-    # Pass 1: composed, nothing accepted yet.
+    # Pass 1: the ModelRoute is composed, not reconciled yet.
     composed = run(compose, request(CANARY, required=canary_fleet()))
     assert condition(composed)[:2] == ("False", "WaitingForRoutes")
-    assert all(r.ready == fnv1.READY_FALSE for r in composed.rsp.desired.resources.values())
 
     # Pass 2: the controllers refused the route: the reason carries their message.
-    refused = as_observed(composed, accepted=False)
-    route_status = refused[route_key("public")]["status"]["atProvider"]["manifest"]["status"]
-    route_status["conditions"][0]["message"] = "backend not found"
+    refused = routes_observed(composed, accepted=False, refusal="backend not found")
     out = run(compose, request(CANARY, required=canary_fleet(), observed=refused))
     assert condition(out)[:2] == ("False", "WaitingForRoutes")
-    assert "route not accepted: backend not found" in condition(out)[2]
+    assert "public (route not accepted: backend not found)" in condition(out)[2]
+    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
 
     # Pass 3: everything accepted.
-    accepted = run(
-        compose, request(CANARY, required=canary_fleet(), observed=as_observed(composed))
-    )
+    observed = routes_observed(composed)
+    accepted = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
     status, reason, message = condition(accepted)
     assert (status, reason) == ("True", "RoutesAccepted")
     assert message == "accepted on public; 3 of 3 endpoints usable"
     assert accepted.composite_ready == "READY_TRUE"
-    assert all(r.ready == fnv1.READY_TRUE for r in accepted.rsp.desired.resources.values())
+    assert accepted.rsp.desired.resources[route_key("public")].ready == fnv1.READY_TRUE
     assert accepted.desired == composed.desired, "nothing flaps once accepted"
 
     # Pass 4: the credential vanishes: that endpoint leaves, the route stays.
     required = canary_fleet(**{"credential-openai": []})
-    gone = run(compose, request(CANARY, required=required, observed=as_observed(accepted)))
+    gone = run(compose, request(CANARY, required=required, observed=observed))
     assert routed(gone) == {"qwen-eu-1", "qwen-us-1"}
-    assert set(gone.desired) == objects_for("public", "qwen-eu-1", "qwen-us-1")
     assert any("Secret team-a/openai does not exist" in w for w in gone.warnings)
     assert gone.composite["status"]["endpoints"] == {"total": 3, "ready": 2}
 
@@ -870,7 +642,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
         cluster("eu-1", ca_pem=None),
         cluster("us-1"),
     ]
-    withdrawn = run(compose, request(CANARY, required=required, observed=as_observed(gone)))
+    withdrawn = run(compose, request(CANARY, required=required, observed=routes_observed(gone)))
     assert backend_refs(withdrawn) == [("qwen-us-1", 1, 0)]
 
 
@@ -879,60 +651,47 @@ def test_a_gateway_that_loses_its_prerequisites_keeps_what_it_had() -> None:
     required["gateways"] = [gateway("public"), gateway("internal", "core")]
     required["clusters"].append(cluster("core", provider_config="pc-core"))
     composed = run(compose, request(CANARY, required=required))
-    assert {k.split("/")[0] for k in composed.desired} == {"public", "internal"}
+    assert set(model_routes(composed)) == {"public", "internal"}
+    observed = routes_observed(composed)
 
     required["gateways"] = [gateway("public"), gateway("internal", "core", client_ca=None)]
-    out = run(compose, request(CANARY, required=required, observed=as_observed(composed)))
-    assert set(out.desired) == set(composed.desired)
+    out = run(compose, request(CANARY, required=required, observed=observed))
+    assert out.desired == composed.desired
     assert condition(out)[:2] == ("False", "WaitingForGateways")
     assert [g["name"] for g in out.composite["status"]["gateways"]] == ["public"]
 
     # A gateway that stops selecting the service does lose its route.
     required["gateways"] = [gateway("public"), gateway("internal", "core", selector={"x": "y"})]
-    dropped = run(compose, request(CANARY, required=required, observed=as_observed(composed)))
-    assert {k.split("/")[0] for k in dropped.desired} == {"public"}
+    dropped = run(compose, request(CANARY, required=required, observed=observed))
+    assert set(model_routes(dropped)) == {"public"}
     assert condition(dropped)[:2] == ("True", "RoutesAccepted")
 
 
 # --- invariants ------------------------------------------------------------------------
 
 
-def _pending_fleet() -> Required:
-    required = canary_fleet()
-    required["gateways"] = [gateway(client_ca=None)]
-    return required
-
-
-SECRET_PASSES: list[tuple[str, Required, bool]] = [
-    # name, required resources, whether the credential's Object is (still) composed
-    ("composed afresh", canary_fleet(), True),
-    ("kept while an input is unresolved", fleet([third_party("openai")]), True),
-    ("kept by a pending gateway", _pending_fleet(), True),
-    (
-        "key missing",
-        canary_fleet(**{"credential-openai": [secret("openai", NS, {"x": "y"})]}),
-        False,
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("required", "api_key_object"),
-    [c[1:] for c in SECRET_PASSES],
-    ids=[c[0] for c in SECRET_PASSES],
-)
-def test_no_secret_value_anywhere_in_the_response(required: Required, api_key_object: bool) -> None:
-    composed = run(compose, request(CANARY, required=canary_fleet()))
-    observed = as_observed(composed)
+def test_no_secret_value_anywhere_in_the_response() -> None:
+    """The credential Secret is required (for its key's presence): its value goes no further."""
+    req = request(CANARY, required=canary_fleet())
     needles = (API_KEY_VALUE, base64.b64encode(API_KEY_VALUE.encode()).decode())
-    assert any(n in str(observed) for n in needles), "the observed state does carry the value"
-    out = run(compose, request(CANARY, required=required, observed=observed))
+    assert any(n.encode() in req.SerializeToString() for n in needles)
+    out = run(compose, req)
     assert out.fatal == []
-    assert any(key.endswith("/api-key") for key in out.desired) == api_key_object
     wire = out.rsp.SerializeToString()
     for needle in needles:
         assert needle.encode() not in wire
         assert needle not in str(out.rsp)
+
+
+def test_a_model_route_is_carried_over_without_what_crossplane_wrote_into_it() -> None:
+    composed = run(compose, request(CANARY, required=canary_fleet()))
+    observed = routes_observed(composed)
+    assert "crossplane" in observed[route_key("public")]["spec"]
+    required = canary_fleet()
+    required["gateways"] = [gateway(client_ca=None)]
+    kept = run(compose, request(CANARY, required=required, observed=observed))
+    assert kept.desired == composed.desired
+    assert kept.rsp.desired.resources[route_key("public")].ready == fnv1.READY_TRUE
 
 
 def test_same_inputs_same_output_whatever_the_order() -> None:
@@ -950,10 +709,9 @@ def test_same_inputs_same_output_whatever_the_order() -> None:
 
     outs = [run(compose, request(CANARY, required=shuffled(seed))) for seed in range(4)]
     for out in outs[1:]:
-        assert out.desired == outs[0].desired
-        assert out.composite == outs[0].composite
-        assert out.conditions == outs[0].conditions
-        assert out.results == outs[0].results
+        assert out.rsp.SerializeToString(deterministic=True) == (
+            outs[0].rsp.SerializeToString(deterministic=True)
+        )
 
 
 # --- bad input -------------------------------------------------------------------------

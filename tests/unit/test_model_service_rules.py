@@ -7,6 +7,7 @@ import pytest
 from fleetgate.core.names import hashed_label
 from fleetgate.model_service.builders import Service, api_key_name, backend_name, route_name
 from fleetgate.model_service.origin import Origin, OriginError, parse_origin
+from fleetgate.model_service.plan import model_route_name
 from fleetgate.model_service.weights import WEIGHT_MAX, renumber, tier_weights
 
 # --- weights within a tier -----------------------------------------------------
@@ -152,6 +153,21 @@ NAMES: list[tuple[str, str, str]] = [
         backend_name(LONG, "gw", "e" * 200 + "2"),
     ),
     ("credential vs backend", api_key_name(SVC, "gw", "openai"), backend_name(SVC, "gw", "openai")),
+    (
+        "ModelRoutes of two gateways",
+        model_route_name(SVC, "public"),
+        model_route_name(SVC, "internal"),
+    ),
+    (
+        "ModelRoutes: dash ambiguity between service and gateway",
+        model_route_name(Service("team-a", "a-b"), "c"),
+        model_route_name(Service("team-a", "a"), "b-c"),
+    ),
+    (
+        "ModelRoutes of long names differing at the end",
+        model_route_name(LONG, "g" * 252 + "1"),
+        model_route_name(LONG, "g" * 252 + "2"),
+    ),
 ]
 
 
@@ -167,6 +183,7 @@ def test_remote_names_are_stable_and_readable() -> None:
     assert route_name(SVC, "public") == route_name(SVC, "public")
     assert route_name(SVC, "public").startswith("team-a-chat-")
     assert backend_name(SVC, "public", "openai").startswith("team-a-chat-openai-")
+    assert model_route_name(SVC, "public").startswith("chat-public-")
 
 
 def test_hashed_label_covers_every_part_of_the_identity() -> None:

@@ -1,4 +1,4 @@
-"""Shape of the five XRDs and their Compositions against the API contract.
+"""Shape of the XRDs and their Compositions against the API contract.
 
 The field tables below are api.md written as data: if an XRD drops, renames or
 re-types a field, or changes a default, a case here names it. The bound walk
@@ -28,7 +28,11 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
     "ModelService": ("modelservices", "Namespaced", "ms", "compose-model-service"),
     "ModelEndpoint": ("modelendpoints", "Namespaced", "me", "compose-model-endpoint"),
     "ModelDeployment": ("modeldeployments", "Namespaced", "md", "compose-model-deployment"),
+    # Internal: composed by ModelService (one per serving gateway), by the same function.
+    "ModelRoute": ("modelroutes", "Namespaced", "mr", "compose-model-service"),
 }
+# Kinds composed by another kind's function, not by one of their own.
+SHARES_FUNCTION_OF = {"ModelRoute": "ModelService"}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -125,8 +129,10 @@ def test_composition_calls_its_function(kind: str) -> None:
 
 
 def test_function_names_distinct() -> None:
-    functions = [f for *_, f in KINDS.values()]
-    assert len(set(functions)) == len(functions)
+    functions = [f for kind, (*_, f) in KINDS.items() if kind not in SHARES_FUNCTION_OF]
+    assert len(set(functions)) == len(functions) == 5
+    for kind, owner in SHARES_FUNCTION_OF.items():
+        assert KINDS[kind][3] == KINDS[owner][3]
 
 
 # --- fields of api.md --------------------------------------------------------
@@ -203,6 +209,27 @@ FIELDS: list[tuple[str, str, str]] = [
     ("ModelDeployment", "status.placements[].replicas", "integer"),
     ("ModelDeployment", "status.replicas.desired", "integer"),
     ("ModelDeployment", "status.replicas.ready", "integer"),
+    ("ModelRoute", "spec.model", "string"),
+    ("ModelRoute", "spec.gateway.name", "string"),
+    ("ModelRoute", "spec.gateway.gatewayName", "string"),
+    ("ModelRoute", "spec.gateway.providerConfigName", "string"),
+    ("ModelRoute", "spec.gateway.requestTimeout", "string"),
+    ("ModelRoute", "spec.gateway.streamIdleTimeout", "string"),
+    ("ModelRoute", "spec.backends", "array"),
+    ("ModelRoute", "spec.backends[].endpoint", "string"),
+    ("ModelRoute", "spec.backends[].weight", "integer"),
+    ("ModelRoute", "spec.backends[].priority", "integer"),
+    ("ModelRoute", "spec.backends[].modelNameOverride", "string"),
+    ("ModelRoute", "spec.backends[].host", "string"),
+    ("ModelRoute", "spec.backends[].port", "integer"),
+    ("ModelRoute", "spec.backends[].schema", "string"),
+    ("ModelRoute", "spec.backends[].prefix", "string"),
+    ("ModelRoute", "spec.backends[].tls", "string"),
+    ("ModelRoute", "spec.backends[].cluster", "string"),
+    ("ModelRoute", "spec.backends[].credential.name", "string"),
+    ("ModelRoute", "spec.backends[].credential.key", "string"),
+    ("ModelRoute", "status.route", "string"),
+    ("ModelRoute", "status.backends", "integer"),
 ]
 
 
@@ -282,6 +309,8 @@ ENUMS: list[tuple[str, str, list[str]]] = [
     ("ModelDeployment", "spec.engine.type", ["vllm", "sglang", "trtllm", "llamacpp"]),
     ("ModelDeployment", "spec.provider.name", ["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]),
     ("ModelDeployment", "spec.servingMode", ["Aggregated", "Disaggregated"]),
+    ("ModelRoute", "spec.backends[].schema", ["OpenAI", "Anthropic"]),
+    ("ModelRoute", "spec.backends[].tls", ["Mutual", "System", "Off"]),
 ]
 
 
@@ -304,6 +333,15 @@ BOUNDS: list[tuple[str, str, str, int]] = [
     ("ModelService", "spec.endpoints[].priority", "maximum", 63),
     ("ModelDeployment", "spec.template.metadata.labels", "maxProperties", 16),
     ("ModelDeployment", "spec.resources.gpu.count", "minimum", 0),
+    ("ModelRoute", "spec.backends", "minItems", 1),
+    ("ModelRoute", "spec.backends", "maxItems", 128),
+    ("ModelRoute", "spec.backends[].weight", "minimum", 1),
+    ("ModelRoute", "spec.backends[].weight", "maximum", 1000000),
+    ("ModelRoute", "spec.backends[].priority", "minimum", 0),
+    ("ModelRoute", "spec.backends[].priority", "maximum", 63),
+    ("ModelRoute", "spec.backends[].port", "minimum", 1),
+    ("ModelRoute", "spec.backends[].port", "maximum", 65535),
+    ("ModelRoute", "spec.gateway.gatewayName", "maxLength", 63),
 ]
 
 
@@ -329,6 +367,18 @@ REQUIRED: list[tuple[str, str, list[str]]] = [
     ("ModelDeployment", "spec", ["model"]),
     ("ModelDeployment", "spec.model", ["name"]),
     ("ModelDeployment", "spec.engine.env[]", ["name"]),
+    ("ModelRoute", "spec", ["model", "gateway", "backends"]),
+    (
+        "ModelRoute",
+        "spec.gateway",
+        ["name", "gatewayName", "providerConfigName", "requestTimeout", "streamIdleTimeout"],
+    ),
+    (
+        "ModelRoute",
+        "spec.backends[]",
+        ["endpoint", "weight", "priority", "host", "port", "schema", "prefix", "tls"],
+    ),
+    ("ModelRoute", "spec.backends[].credential", ["name", "key"]),
 ]
 
 
@@ -457,6 +507,7 @@ COLUMNS = {
     "ModelService": {"MODEL"},
     "ModelEndpoint": {"ORIGIN"},
     "ModelDeployment": {"PROVIDER", "REPLICAS"},
+    "ModelRoute": {"MODEL", "GATEWAY", "ACCEPTED"},
 }
 
 

@@ -1,9 +1,10 @@
 """The Envoy AI Gateway objects that route one model name on one fleet gateway.
 
-Pure functions: typed inputs in, plain manifests out. Every remote name is
-derived from the service *and* the gateway (two gateways may share a cluster)
-and, per backend, the endpoint, so no two XRs ever compose the same remote
-object and a credential reaches only the gateways that route to it.
+What a ModelRoute composes onto its gateway's cluster. Pure functions: the
+typed route in, plain manifests out. Every remote name is derived from the
+service *and* the gateway (two gateways may share a cluster) and, per
+backend, the endpoint, so no two XRs ever compose the same remote object and
+a credential reaches only the gateways that route to it.
 """
 
 from collections.abc import Sequence
@@ -18,16 +19,10 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.models import CredentialRef
-from fleetgate.core.names import (
-    fleet_gateway,
-    gateway_client_certificate,
-    gateway_cluster_ca,
-    hashed_label,
-)
+from fleetgate.core.models import RouteBackend, RouteGateway, SecretKeyRef
+from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca, hashed_label
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
-from fleetgate.model_service.selection import Planned, Routable, ServingGateway
 
 AI_GATEWAY: Final = "aigateway.envoyproxy.io"
 AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
@@ -77,18 +72,13 @@ def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
     return _remote_name("apikey", service, gateway, endpoint, tag="apikey")
 
 
-# Composition resource names: gateway and endpoint names cannot hold "/", so
-# these never collide, and everything composed for a gateway shares a prefix.
-def gateway_prefix(gateway: str) -> str:
-    return f"{gateway}/"
+# Composition resource names within a ModelRoute: endpoint names cannot hold
+# "/", so these never collide with each other or with the route's.
+ROUTE_KEY: Final = "route"
 
 
-def route_key(gateway: str) -> str:
-    return f"{gateway}/route"
-
-
-def endpoint_key(gateway: str, endpoint: str, role: str) -> str:
-    return f"{gateway}/{endpoint}/{role}"
+def endpoint_key(endpoint: str, role: str) -> str:
+    return f"{endpoint}/{role}"
 
 
 # --- manifests -----------------------------------------------------------------
@@ -104,26 +94,24 @@ def _manifest(api_version: str, kind: str, name: str, **body: Any) -> Manifest:
     }
 
 
-def route(service: Service, gateway: ServingGateway, planned: Sequence[Planned]) -> Manifest:
+def route(service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]) -> Manifest:
     """The AIGatewayRoute: requests naming the model go to its backends by weight and priority."""
     backend_refs = []
-    for plan in planned:
+    for b in backends:
         ref: dict[str, Any] = {
-            "name": backend_name(service, gateway.name, plan.endpoint.name),
-            "weight": plan.weight,
-            "priority": plan.level,
+            "name": backend_name(service, gateway.name, b.endpoint),
+            "weight": b.weight,
+            "priority": b.priority,
         }
-        if plan.endpoint.model:
-            ref["modelNameOverride"] = plan.endpoint.model
+        if b.model_name_override:
+            ref["modelNameOverride"] = b.model_name_override
         backend_refs.append(ref)
     return _manifest(
         AI_GATEWAY_VERSION,
         "AIGatewayRoute",
         route_name(service, gateway.name),
         spec={
-            "parentRefs": [
-                {"group": GATEWAY_API, "kind": "Gateway", "name": fleet_gateway(gateway.name)}
-            ],
+            "parentRefs": [{"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name}],
             "rules": [
                 {
                     # Exact: only exact matches are listed by /v1/models.
@@ -135,10 +123,10 @@ def route(service: Service, gateway: ServingGateway, planned: Sequence[Planned])
                         }
                     ],
                     "backendRefs": backend_refs,
-                    "timeouts": {"request": gateway.failover.request_timeout},
+                    "timeouts": {"request": gateway.request_timeout},
                     # Resets a backend that stalls before its first byte, so a
                     # retry can move on to the next priority.
-                    "streamIdleTimeout": gateway.failover.stream_idle_timeout,
+                    "streamIdleTimeout": gateway.stream_idle_timeout,
                 }
             ],
             # Declaring the costs is also what makes the gateway ask a
@@ -150,61 +138,56 @@ def route(service: Service, gateway: ServingGateway, planned: Sequence[Planned])
     )
 
 
-def backend(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """Where the endpoint is: always by name (``fqdn``), never by address."""
-    origin = endpoint.origin
-    spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": origin.host, "port": origin.port}}]}
-    if origin.tls and endpoint.cluster is not None:
+    spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": b.host, "port": b.port}}]}
+    if b.tls == "Mutual" and b.cluster is not None:
         # Mutual TLS to the cluster gateway: its CA (a ConfigMap the gateway
         # function keeps on this cluster) and this gateway's client certificate.
         spec["tls"] = {
             "caCertificateRefs": [
-                {
-                    "group": "",
-                    "kind": "ConfigMap",
-                    "name": gateway_cluster_ca(gateway, endpoint.cluster),
-                }
+                {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca(gateway, b.cluster)}
             ],
-            "sni": origin.host,
+            "sni": b.host,
             "clientCertificateRef": {
                 "group": "",
                 "kind": "Secret",
                 "name": gateway_client_certificate(gateway),
             },
         }
-    elif origin.tls:
-        spec["tls"] = {"wellKnownCACertificates": "System", "sni": origin.host}
+    elif b.tls == "System":
+        spec["tls"] = {"wellKnownCACertificates": "System", "sni": b.host}
     return _manifest(
         f"{ENVOY_GATEWAY}/v1alpha1",
         "Backend",
-        backend_name(service, gateway, endpoint.name),
+        backend_name(service, gateway, b.endpoint),
         spec=spec,
     )
 
 
-def ai_service_backend(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+def ai_service_backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """The API the endpoint speaks, over its Backend."""
-    name = backend_name(service, gateway, endpoint.name)
+    name = backend_name(service, gateway, b.endpoint)
     spec: dict[str, Any] = {
-        "schema": {"name": endpoint.schema, "prefix": endpoint.prefix},
+        "schema": {"name": b.schema_, "prefix": b.prefix},
         "backendRef": {"group": ENVOY_GATEWAY, "kind": "Backend", "name": name},
     }
-    if endpoint.cluster is None:
-        # Never tell a third party which tenant is calling.
+    if b.tls != "Mutual":
+        # A third party: never tell it which tenant is calling.
         spec["headerMutation"] = {"remove": [CALLER_HEADER]}
     return _manifest(AI_GATEWAY_VERSION, "AIServiceBackend", name, spec=spec)
 
 
-def security_policy(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+def security_policy(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """The endpoint's API key, attached to its AIServiceBackend.
 
     Anthropic reads the key from ``x-api-key``, everyone else from
     ``Authorization``: the policy type picks the header.
     """
-    name = backend_name(service, gateway, endpoint.name)
-    secret_ref = {"secretRef": {"name": api_key_name(service, gateway, endpoint.name)}}
+    name = backend_name(service, gateway, b.endpoint)
+    secret_ref = {"secretRef": {"name": api_key_name(service, gateway, b.endpoint)}}
     spec: dict[str, Any]
-    if endpoint.schema == "Anthropic":
+    if b.schema_ == "Anthropic":
         spec = {"type": "AnthropicAPIKey", "anthropicAPIKey": secret_ref}
     else:
         spec = {"type": "APIKey", "apiKey": secret_ref}
@@ -212,43 +195,42 @@ def security_policy(service: Service, gateway: str, endpoint: Routable) -> Manif
     return _manifest(AI_GATEWAY_VERSION, "BackendSecurityPolicy", name, spec=spec)
 
 
-def api_key_secret(service: Service, gateway: str, endpoint: Routable) -> Manifest:
+def api_key_secret(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """The Secret the policy reads: no value here, provider-kubernetes patches it in."""
-    return _manifest("v1", "Secret", api_key_name(service, gateway, endpoint.name), type="Opaque")
+    return _manifest("v1", "Secret", api_key_name(service, gateway, b.endpoint), type="Opaque")
 
 
-# --- per gateway ---------------------------------------------------------------
+# --- one gateway's route -----------------------------------------------------------
 
 
-def gateway_objects(
-    service: Service, gateway: ServingGateway, planned: Sequence[Planned]
+def route_objects(
+    service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]
 ) -> dict[str, Manifest]:
-    """Every Object composed onto one gateway's cluster, by composition resource name."""
+    """Every Object composed onto the gateway's cluster, by composition resource name."""
     gw = gateway.name
 
     def remote(manifest: Manifest) -> Manifest:
         # Readiness follows the kind: each of these reports an Accepted condition.
-        return remote_object(manifest=manifest, provider_config=gateway.provider_config)
+        return remote_object(manifest=manifest, provider_config=gateway.provider_config_name)
 
-    objects = {route_key(gw): remote(route(service, gateway, planned))}
-    for plan in planned:
-        endpoint = plan.endpoint
-        objects[endpoint_key(gw, endpoint.name, "backend")] = remote(backend(service, gw, endpoint))
-        objects[endpoint_key(gw, endpoint.name, "ai-service-backend")] = remote(
-            ai_service_backend(service, gw, endpoint)
+    objects = {ROUTE_KEY: remote(route(service, gateway, backends))}
+    for b in backends:
+        objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
+        objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(
+            ai_service_backend(service, gw, b)
         )
-        if endpoint.credential is not None:
-            objects[endpoint_key(gw, endpoint.name, "security-policy")] = remote(
-                security_policy(service, gw, endpoint)
+        if b.credential is not None:
+            objects[endpoint_key(b.endpoint, "security-policy")] = remote(
+                security_policy(service, gw, b)
             )
-            objects[endpoint_key(gw, endpoint.name, "api-key")] = api_key_object(
-                service, gateway, endpoint, endpoint.credential
+            objects[endpoint_key(b.endpoint, "api-key")] = api_key_object(
+                service, gateway, b, b.credential
             )
     return objects
 
 
 def api_key_object(
-    service: Service, gateway: ServingGateway, endpoint: Routable, ref: CredentialRef
+    service: Service, gateway: RouteGateway, b: RouteBackend, ref: SecretKeyRef
 ) -> Manifest:
     """The endpoint's credential, copied onto the gateway's cluster by provider-kubernetes.
 
@@ -258,8 +240,8 @@ def api_key_object(
     """
     # A Secret has no status: the Object is ready once it exists.
     return remote_object(
-        manifest=api_key_secret(service, gateway.name, endpoint),
-        provider_config=gateway.provider_config,
+        manifest=api_key_secret(service, gateway.name, b),
+        provider_config=gateway.provider_config_name,
         references=[
             secret_patch(secret=ref.name, namespace=service.namespace, key=ref.key, to_key=API_KEY)
         ],

@@ -55,11 +55,16 @@ def parse_origin(origin: str) -> Origin:
         port = int(port_text)
     # DNS names are case-insensitive; the Backend's fqdn must be lowercase.
     host = host.lower().rstrip(".")
+    check_host(host)
+    return Origin(scheme, host, port)
+
+
+def check_host(host: str) -> None:
+    """OriginError unless ``host`` is a lowercase DNS name, and no IP address in any form."""
     if _is_address(host):
         raise OriginError("origin host is an IP address; it must be a DNS name")
     if len(host) > HOST_MAX or not _DNS_NAME.match(host):
         raise OriginError("origin host is not a valid DNS name")
-    return Origin(scheme, host, port)
 
 
 def _is_address(host: str) -> bool:

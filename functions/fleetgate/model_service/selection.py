@@ -14,6 +14,7 @@ from pydantic import Field
 
 from fleetgate.core.constants import LABEL_CLUSTER
 from fleetgate.core.models import (
+    ROUTE_BACKENDS_MAX,
     Condition,
     CredentialRef,
     Failover,
@@ -27,8 +28,6 @@ from fleetgate.model_service.origin import Origin, OriginError, parse_origin
 from fleetgate.model_service.weights import renumber, tier_weights
 
 ENDPOINT_READY = "EndpointReady"
-# AIGatewayRoute caps a rule's backendRefs at 128.
-ROUTE_BACKENDS_MAX = 128
 
 
 # --- inputs ------------------------------------------------------------------

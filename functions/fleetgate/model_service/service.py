@@ -1,20 +1,25 @@
 """A ModelService routes its model name on every fleet gateway that selects it.
 
-Per serving gateway: one AIGatewayRoute matching the model name, and per
-routable endpoint a Backend, an AIServiceBackend and, with a credential, a
-BackendSecurityPolicy plus the projected Secret. RoutingReady is True only
+It resolves everything here: which gateways select it and can serve it,
+which endpoints are usable (ready, a DNS origin, the cluster CA or the
+credential there), their weights and priority levels. Then it composes one
+ModelRoute per serving gateway carrying that gateway's finished route
+(plan.py), and reads each one's RouteAccepted back: RoutingReady is True only
 once every gateway that selects the service has accepted its route.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from crossplane.function import resource
 
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
-from fleetgate.core.observed import has_condition, is_ready, remote_manifest
-from fleetgate.model_service.builders import Service, gateway_objects, gateway_prefix, route_key
+from fleetgate.model_service.builders import Service
+from fleetgate.model_service.plan import KIND, carried_over, model_route, progress, route_key
 from fleetgate.model_service.selection import (
     PendingGateway,
     Screening,
@@ -29,7 +34,6 @@ from fleetgate.model_service.selection import (
 )
 
 CONDITION = "RoutingReady"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 GATEWAYS = "gateways"
 CLUSTERS = "clusters"
 
@@ -162,18 +166,19 @@ def _compose_routes(
     pending: Sequence[PendingGateway],
     screening: Screening,
 ) -> None:
-    """Every serving gateway gets the same plan; a pending one keeps what it had."""
+    """Every serving gateway gets a ModelRoute with the same plan; a pending one keeps its own."""
     planned = plan_route(screening.routable)
     for gateway in serving:
-        for key, obj in gateway_objects(service, gateway, planned).items():
-            rec.compose(key, obj, ready=_observed_ready(rec, key))
+        key = route_key(gateway.name)
+        accepted = progress(_observed_status(rec, key)) is None
+        rec.compose(key, model_route(service, gateway, planned), ready=accepted)
     for waiting in pending:
         rec.warning(
             f"InferenceGateway {waiting.name} selects this service but cannot serve it yet: "
             f"{waiting.why}",
             "GatewayPending",
         )
-        _keep_gateway(rec, waiting.name)
+        _carry_over(rec, route_key(waiting.name))
     rec.set_status(gateways=[_gateway_status(g) for g in serving])
 
 
@@ -185,7 +190,8 @@ def _namespace(xr: ModelService) -> str:
 
 def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     """An input is not resolved yet: change nothing, say what is awaited."""
-    rec.keep_all()
+    for name in sorted(rec.req.observed.resources):
+        _carry_over(rec, name)
     # Status the function wrote before stays until it can be recomputed.
     previous = rec.observed_composite.get("status") or {}
     rec.set_status(**{k: previous[k] for k in ("gateways", "endpoints") if k in previous})
@@ -198,26 +204,26 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     rec.set_ready(False)
 
 
-def _observed_ready(rec: Reconcile, name: str) -> bool:
-    """Whether the observed resource is Ready, read straight from the request.
+def _carry_over(rec: Reconcile, name: str) -> None:
+    """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into it."""
+    observed = rec.observed(name)
+    if observed is not None and observed.get("kind") == KIND:
+        accepted = progress(observed.get("status") or {}) is None
+        rec.compose(name, carried_over(observed), ready=accepted)
+    else:
+        rec.keep(name)
 
-    A service at the API's limits has thousands of Objects; converting each
-    whole observed Object to a dict just to read one condition was most of
-    the function's time.
+
+def _observed_status(rec: Reconcile, name: str) -> dict[str, Any] | None:
+    """A composed resource's status as observed, None while it does not exist.
+
+    Only the status is converted: at the API's maxima each ModelRoute's spec
+    holds 128 backends, and the ModelService reads 16 of them.
     """
     if name not in rec.req.observed.resources:
-        return False
+        return None
     status = rec.req.observed.resources[name].resource.fields.get("status")
-    conditions = status.struct_value.fields.get("conditions") if status else None
-    for value in conditions.list_value.values if conditions else ():
-        fields = value.struct_value.fields
-        if "type" in fields and fields["type"].string_value == "Ready":
-            return "status" in fields and fields["status"].string_value == "True"
-    return False
-
-
-def _keep_gateway(rec: Reconcile, gateway: str) -> None:
-    rec.keep_all(gateway_prefix(gateway))
+    return resource.struct_to_dict(status.struct_value) if status else {}
 
 
 def _no_endpoints_message(screening: Screening) -> str:
@@ -241,26 +247,13 @@ def _gateway_status(gateway: ServingGateway) -> dict[str, str]:
     return status
 
 
-def _route_pending(rec: Reconcile, gateway: str) -> str | None:
-    """Why the gateway's route is not accepted yet, or None once it is."""
-    observed = rec.observed(route_key(gateway))
-    if is_ready(observed):
-        return None
-    remote = remote_manifest(observed)
-    if has_condition(remote, "Accepted", "False"):
-        conditions = (remote or {}).get("status", {}).get("conditions", [])
-        refusal = next(c for c in conditions if c.get("type") == "Accepted")
-        return f"route not accepted: {refusal.get('message') or refusal.get('reason')}"
-    return "route not accepted yet"
-
-
 def _report(
     rec: Reconcile,
     serving: Sequence[ServingGateway],
     pending: Sequence[PendingGateway],
     screening: Screening,
 ) -> None:
-    routes = {g.name: _route_pending(rec, g.name) for g in serving}
+    routes = {g.name: progress(_observed_status(rec, route_key(g.name))) for g in serving}
     waiting = [f"{g.name} ({g.why})" for g in pending]
     waiting += [f"{name} ({why})" for name, why in routes.items() if why]
     routed = f"{len(screening.routable)} of {screening.total} endpoints usable"

@@ -1,0 +1,27 @@
+"""compose-model-service serves two kinds: the ModelService and the ModelRoutes it composes.
+
+A ModelService resolves its route for every serving gateway and composes one
+ModelRoute per gateway (service.py); a ModelRoute composes that gateway's
+objects (route.py). One function, because the ModelRoute is the second half
+of the ModelService's work, split off only so that neither call outgrows
+Crossplane's 4 MiB message limit at the API's maxima.
+"""
+
+from fleetgate.core.errors import InputError
+from fleetgate.core.function import Reconcile, describe_object
+from fleetgate.core.runner import Composer
+from fleetgate.model_service import route, service
+
+COMPOSERS: dict[str, Composer] = {"ModelService": service.compose, "ModelRoute": route.compose}
+
+
+def compose(rec: Reconcile) -> None:
+    # Read straight from the request: a ModelRoute at the maxima is large.
+    kind = rec.req.observed.composite.resource.fields.get("kind")
+    composer = COMPOSERS.get(kind.string_value) if kind else None
+    if composer is None:
+        where = describe_object(rec.observed_composite, "composite")
+        raise InputError(
+            f"invalid {where}: kind: compose-model-service composes {' and '.join(COMPOSERS)} only"
+        )
+    composer(rec)

@@ -1,0 +1,133 @@
+"""The ModelRoute XR: one serving gateway's route, as the ModelService resolved it.
+
+A ModelService at the API's maxima routes 128 backends on 16 gateways: some
+8,000 remote Objects, far over the 4 MiB Crossplane allows a function's
+request and response. So the service resolves everything (gateways,
+clusters, endpoints, credentials) and composes one ModelRoute per serving
+gateway carrying that gateway's finished plan; each ModelRoute composes its
+gateway's Objects in its own, bounded call. Pure functions, the parent's side:
+the ModelRoute's name and manifest, carrying one over, reading its progress.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from fleetgate.core.constants import API_VERSION, LABEL_PREFIX
+from fleetgate.core.models import BackendTLS
+from fleetgate.core.names import fleet_gateway, hashed_label, label_value
+from fleetgate.core.objects import Manifest
+from fleetgate.model_service.builders import Service
+from fleetgate.model_service.selection import Planned, Routable, ServingGateway
+
+KIND: Final = "ModelRoute"
+ACCEPTED: Final = "RouteAccepted"
+LABEL_SERVICE: Final = f"{LABEL_PREFIX}service"
+LABEL_GATEWAY: Final = f"{LABEL_PREFIX}gateway"
+
+
+def route_key(gateway: str) -> str:
+    """The composition resource name of a gateway's ModelRoute in the ModelService."""
+    return f"route-{gateway}"
+
+
+def model_route_name(service: Service, gateway: str) -> str:
+    """The ModelRoute's name in the service's namespace.
+
+    A DNS label, always hashed over (service, gateway): Crossplane copies an
+    XR's name into a label on everything it composes, and ``a-b`` + ``c``
+    must not meet ``a`` + ``b-c``.
+    """
+    return hashed_label(f"{service.name}-{gateway}", service.name, gateway)
+
+
+def _tls(endpoint: Routable) -> BackendTLS:
+    if endpoint.cluster is not None:
+        return "Mutual"
+    return "System" if endpoint.origin.tls else "Off"
+
+
+def _backend(plan: Planned) -> dict[str, Any]:
+    endpoint = plan.endpoint
+    backend: dict[str, Any] = {
+        "endpoint": endpoint.name,
+        "weight": plan.weight,
+        "priority": plan.level,
+    }
+    if endpoint.model:
+        backend["modelNameOverride"] = endpoint.model
+    backend |= {
+        "host": endpoint.origin.host,
+        "port": endpoint.origin.port,
+        "schema": endpoint.schema,
+        "prefix": endpoint.prefix,
+        "tls": _tls(endpoint),
+    }
+    if endpoint.cluster is not None:
+        backend["cluster"] = endpoint.cluster
+    if endpoint.credential is not None:
+        backend["credential"] = {"name": endpoint.credential.name, "key": endpoint.credential.key}
+    return backend
+
+
+def model_route(service: Service, gateway: ServingGateway, planned: Sequence[Planned]) -> Manifest:
+    """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": model_route_name(service, gateway.name),
+            "namespace": service.namespace,
+            "labels": {
+                LABEL_GATEWAY: label_value(gateway.name),
+                LABEL_SERVICE: label_value(service.name),
+            },
+        },
+        "spec": {
+            "model": service.model,
+            "gateway": {
+                "name": gateway.name,
+                "gatewayName": fleet_gateway(gateway.name),
+                "providerConfigName": gateway.provider_config,
+                "requestTimeout": gateway.failover.request_timeout,
+                "streamIdleTimeout": gateway.failover.stream_idle_timeout,
+            },
+            "backends": [_backend(plan) for plan in planned],
+        },
+    }
+
+
+def carried_over(observed: dict[str, Any]) -> Manifest:
+    """A ModelRoute as observed, reduced to what the ModelService composed.
+
+    Crossplane records what the ModelRoute composed under ``spec.crossplane``;
+    handing that back as desired state would make the ModelService the owner
+    of fields Crossplane keeps rewriting for the child.
+    """
+    meta = observed.get("metadata") or {}
+    spec = {k: v for k, v in (observed.get("spec") or {}).items() if k != "crossplane"}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k.startswith(LABEL_PREFIX)}
+    kept: dict[str, Any] = {"name": meta.get("name"), "namespace": meta.get("namespace")}
+    return {
+        "apiVersion": observed.get("apiVersion", API_VERSION),
+        "kind": KIND,
+        "metadata": {k: v for k, v in {**kept, "labels": labels}.items() if v},
+        "spec": spec,
+    }
+
+
+def progress(status: dict[str, Any] | None) -> str | None:
+    """Why a ModelRoute's route is not accepted yet, or None once it is.
+
+    ``status`` is the observed ModelRoute's status, None while it does not
+    exist. The ModelRoute reports acceptance as its own ``RouteAccepted``
+    condition, with the controller's refusal in the message.
+    """
+    if status is None:
+        return "ModelRoute not created yet"
+    conditions = status.get("conditions") or []
+    found = next((c for c in conditions if isinstance(c, dict) and c.get("type") == ACCEPTED), None)
+    if found is None:
+        return "ModelRoute not reconciled yet"
+    if found.get("status") == "True":
+        return None
+    return str(found.get("message") or found.get("reason") or "route not accepted yet")

@@ -1,0 +1,468 @@
+"""compose-model-service, for a ModelRoute: one gateway's route onto its cluster, through requests.
+
+A ModelRoute is what a ModelService composes per serving gateway (see
+test_model_service.py); here it is reconciled on its own, from hand-made
+plans and from the canary's.
+"""
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gateway_cluster_ca
+from fleetgate.model_service.builders import api_key_name, backend_name, endpoint_key, route_name
+from fleetgate.model_service.composer import compose
+from tests.support import Outcome, request, run
+from tests.unit.test_model_service_support import (
+    API,
+    API_KEY_VALUE,
+    CANARY,
+    NS,
+    SVC,
+    as_observed,
+    canary_fleet,
+    manifest,
+    model_routes,
+    objects_for,
+)
+
+Obj = dict[str, Any]
+EU_1 = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
+
+
+def backend(endpoint: str, **fields: Any) -> Obj:
+    """One backend of a plan: a third party over TLS unless ``fields`` say otherwise."""
+    return {
+        "endpoint": endpoint,
+        "weight": 1,
+        "priority": 0,
+        "host": "api.example.com",
+        "port": 443,
+        "schema": "OpenAI",
+        "prefix": "/v1",
+        "tls": "System",
+        **fields,
+    }
+
+
+def model_route(*backends: Obj, **gateway: Any) -> Obj:
+    return {
+        "apiVersion": API,
+        "kind": "ModelRoute",
+        "metadata": {"name": "chat-public-0123456789", "namespace": NS},
+        "spec": {
+            "model": "team-a/chat",
+            "gateway": {
+                "name": "public",
+                "gatewayName": fleet_gateway("public"),
+                "providerConfigName": "pc-edge",
+                "requestTimeout": "300s",
+                "streamIdleTimeout": "60s",
+                **gateway,
+            },
+            "backends": list(backends) or [backend("openai")],
+        },
+    }
+
+
+def canary_xr() -> Obj:
+    """The ModelRoute the canary ModelService composes for gateway public."""
+    xr: Obj = model_routes(run(compose, request(CANARY, required=canary_fleet())))["public"]
+    return xr
+
+
+def canary(observed: dict[str, Obj] | None = None) -> Outcome:
+    """The canary's ModelRoute, reconciled."""
+    return run(compose, request(canary_xr(), observed=observed))
+
+
+def route(out: Outcome) -> Obj:
+    return manifest(out, "route")
+
+
+# --- the canary's route, as its ModelService planned it ---------------------------
+
+
+def test_canary_route() -> None:
+    out = canary()
+    assert out.fatal == []
+    assert out.warnings == []
+    assert set(out.desired) == objects_for(
+        "qwen-eu-1", "qwen-us-1", "openai", credentials=("openai",)
+    )
+    assert route(out)["metadata"] == {
+        "name": route_name(SVC, "public"),
+        "namespace": "fleetgate-system",
+    }
+    spec = route(out)["spec"]
+    assert spec["parentRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": fleet_gateway("public")}
+    ]
+    rule = spec["rules"][0]
+    assert rule["matches"] == [
+        {"headers": [{"type": "Exact", "name": "x-ai-eg-model", "value": "team-a/chat"}]}
+    ]
+    assert rule["backendRefs"] == [
+        {
+            "name": backend_name(SVC, "public", "qwen-eu-1"),
+            "weight": 9,
+            "priority": 0,
+            "modelNameOverride": "team-a/qwen",
+        },
+        {
+            "name": backend_name(SVC, "public", "qwen-us-1"),
+            "weight": 1,
+            "priority": 0,
+            "modelNameOverride": "team-a/qwen",
+        },
+        {
+            "name": backend_name(SVC, "public", "openai"),
+            "weight": 1,
+            "priority": 1,
+            "modelNameOverride": "gpt-4o-mini",
+        },
+    ]
+    assert rule["timeouts"] == {"request": "300s"}
+    assert rule["streamIdleTimeout"] == "60s"
+    assert spec["llmRequestCosts"] == [
+        {"metadataKey": "llm_input_token", "type": "InputToken"},
+        {"metadataKey": "llm_output_token", "type": "OutputToken"},
+        {"metadataKey": "llm_total_token", "type": "TotalToken"},
+    ]
+    assert out.conditions["RouteAccepted"] == ("False", "Pending", "route not accepted yet")
+    assert out.composite["status"] == {"route": route_name(SVC, "public"), "backends": 3}
+    assert out.composite_ready == "READY_FALSE"
+
+
+def test_fleet_hosted_backend_uses_mutual_tls() -> None:
+    out = canary()
+    host = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
+    assert manifest(out, endpoint_key("qwen-eu-1", "backend"))["spec"] == {
+        "endpoints": [{"fqdn": {"hostname": host, "port": 443}}],
+        "tls": {
+            "caCertificateRefs": [
+                {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
+            ],
+            "sni": host,
+            "clientCertificateRef": {
+                "group": "",
+                "kind": "Secret",
+                "name": gateway_client_certificate("public"),
+            },
+        },
+    }
+    ai = manifest(out, endpoint_key("qwen-eu-1", "ai-service-backend"))["spec"]
+    assert ai == {
+        "schema": {"name": "OpenAI", "prefix": "/team-a/qwen/v1"},
+        "backendRef": {
+            "group": "gateway.envoyproxy.io",
+            "kind": "Backend",
+            "name": backend_name(SVC, "public", "qwen-eu-1"),
+        },
+    }, "a fleet-hosted endpoint keeps the caller header"
+
+
+def test_third_party_backend_uses_system_trust_and_loses_the_caller_header() -> None:
+    out = canary()
+    assert manifest(out, endpoint_key("openai", "backend"))["spec"] == {
+        "endpoints": [{"fqdn": {"hostname": "api.openai.com", "port": 443}}],
+        "tls": {"wellKnownCACertificates": "System", "sni": "api.openai.com"},
+    }
+    ai = manifest(out, endpoint_key("openai", "ai-service-backend"))["spec"]
+    assert ai["headerMutation"] == {"remove": ["x-fleetgate-caller"]}
+    assert ai["schema"] == {"name": "OpenAI", "prefix": "/v1"}
+
+
+def test_credential_is_a_policy_and_a_projected_secret() -> None:
+    out = canary()
+    policy = manifest(out, endpoint_key("openai", "security-policy"))
+    secret_name = api_key_name(SVC, "public", "openai")
+    assert policy["spec"] == {
+        "type": "APIKey",
+        "apiKey": {"secretRef": {"name": secret_name}},
+        "targetRefs": [
+            {
+                "group": "aigateway.envoyproxy.io",
+                "kind": "AIServiceBackend",
+                "name": backend_name(SVC, "public", "openai"),
+            }
+        ],
+    }
+    obj = out.desired[endpoint_key("openai", "api-key")]
+    assert obj["spec"]["forProvider"]["manifest"] == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name, "namespace": "fleetgate-system"},
+        "type": "Opaque",
+    }
+    [reference] = obj["spec"]["references"]
+    assert reference["patchesFrom"]["name"] == "openai"
+    assert reference["patchesFrom"]["namespace"] == NS
+    assert reference["toFieldPath"] == "data[apiKey]"
+    assert obj["spec"]["readiness"] == {"policy": "SuccessfulCreate"}
+
+
+def test_every_object_lands_on_the_gateway_cluster() -> None:
+    for obj in canary().desired.values():
+        assert obj["apiVersion"] == "kubernetes.m.crossplane.io/v1alpha1"
+        assert obj["spec"]["providerConfigRef"] == {
+            "kind": "ClusterProviderConfig",
+            "name": "pc-edge",
+        }
+        assert obj["spec"]["forProvider"]["manifest"]["metadata"]["namespace"] == "fleetgate-system"
+
+
+# --- plans made by hand ------------------------------------------------------------------
+
+BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
+    # name, the planned backend, Backend spec, AIServiceBackend spec (beyond backendRef),
+    # composition resources besides its Backend and AIServiceBackend
+    (
+        "plain HTTP, no model override",
+        backend("plain", host="vllm.models.svc", port=8000, tls="Off"),
+        {"endpoints": [{"fqdn": {"hostname": "vllm.models.svc", "port": 8000}}]},
+        {
+            "schema": {"name": "OpenAI", "prefix": "/v1"},
+            "headerMutation": {"remove": ["x-fleetgate-caller"]},
+        },
+        set(),
+    ),
+    (
+        "Anthropic with a credential",
+        backend(
+            "claude",
+            host="api.anthropic.com",
+            schema="Anthropic",
+            credential={"name": "anthropic", "key": "token"},
+        ),
+        {
+            "endpoints": [{"fqdn": {"hostname": "api.anthropic.com", "port": 443}}],
+            "tls": {"wellKnownCACertificates": "System", "sni": "api.anthropic.com"},
+        },
+        {
+            "schema": {"name": "Anthropic", "prefix": "/v1"},
+            "headerMutation": {"remove": ["x-fleetgate-caller"]},
+        },
+        {"claude/security-policy", "claude/api-key"},
+    ),
+    (
+        "mutual TLS to a cluster on another port",
+        backend("hosted", host=EU_1, port=8443, tls="Mutual", cluster="eu-1", prefix="/a/b/v1"),
+        {
+            "endpoints": [{"fqdn": {"hostname": EU_1, "port": 8443}}],
+            "tls": {
+                "caCertificateRefs": [
+                    {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
+                ],
+                "sni": EU_1,
+                "clientCertificateRef": {
+                    "group": "",
+                    "kind": "Secret",
+                    "name": gateway_client_certificate("public"),
+                },
+            },
+        },
+        {"schema": {"name": "OpenAI", "prefix": "/a/b/v1"}},
+        set(),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("planned", "backend_spec", "ai_spec", "extra"),
+    [c[1:] for c in BACKENDS],
+    ids=[c[0] for c in BACKENDS],
+)
+def test_each_kind_of_backend(
+    planned: Obj, backend_spec: Obj, ai_spec: Obj, extra: set[str]
+) -> None:
+    out = run(compose, request(model_route(planned)))
+    assert out.fatal == []
+    name = planned["endpoint"]
+    assert set(out.desired) == {
+        "route",
+        endpoint_key(name, "backend"),
+        endpoint_key(name, "ai-service-backend"),
+        *extra,
+    }
+    assert manifest(out, endpoint_key(name, "backend"))["spec"] == backend_spec
+    ai = manifest(out, endpoint_key(name, "ai-service-backend"))["spec"]
+    assert {k: v for k, v in ai.items() if k != "backendRef"} == ai_spec
+    [ref] = route(out)["spec"]["rules"][0]["backendRefs"]
+    assert ("modelNameOverride" in ref) == ("modelNameOverride" in planned)
+
+
+def test_anthropic_credential_goes_in_the_anthropic_header() -> None:
+    planned = backend("claude", schema="Anthropic", credential={"name": "anthropic", "key": "k"})
+    out = run(compose, request(model_route(planned)))
+    policy = manifest(out, endpoint_key("claude", "security-policy"))["spec"]
+    assert policy["type"] == "AnthropicAPIKey"
+    assert policy["anthropicAPIKey"] == {
+        "secretRef": {"name": api_key_name(SVC, "public", "claude")}
+    }
+    [reference] = out.desired[endpoint_key("claude", "api-key")]["spec"]["references"]
+    assert reference["patchesFrom"]["fieldPath"] == "data[k]"
+    assert reference["toFieldPath"] == "data[apiKey]", "the key AI Gateway reads"
+
+
+def test_the_gateway_block_drives_the_route_rule() -> None:
+    out = run(
+        compose,
+        request(model_route(gatewayName="gw-x", requestTimeout="15m", streamIdleTimeout="20s")),
+    )
+    spec = route(out)["spec"]
+    assert spec["parentRefs"][0]["name"] == "gw-x"
+    assert spec["rules"][0]["timeouts"] == {"request": "15m"}
+    assert spec["rules"][0]["streamIdleTimeout"] == "20s"
+
+
+# --- reporting acceptance ------------------------------------------------------------------
+
+ACCEPTANCE: list[tuple[str, bool | None, str, tuple[str, str, str], str]] = [
+    # name, Objects accepted (None: not created yet), refusal, RouteAccepted, composite ready
+    (
+        "nothing created yet",
+        None,
+        "",
+        ("False", "Pending", "route not accepted yet"),
+        "READY_FALSE",
+    ),
+    (
+        "accepted",
+        True,
+        "",
+        ("True", "Accepted", "Envoy AI Gateway accepted the route"),
+        "READY_TRUE",
+    ),
+    (
+        "refused with a message",
+        False,
+        "backend not found",
+        ("False", "Refused", "route not accepted: backend not found"),
+        "READY_FALSE",
+    ),
+    (
+        "refused without a message",
+        False,
+        "",
+        ("False", "Refused", "route not accepted: Accepted"),
+        "READY_FALSE",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("accepted", "refusal", "expected", "ready"),
+    [c[1:] for c in ACCEPTANCE],
+    ids=[c[0] for c in ACCEPTANCE],
+)
+def test_route_accepted_is_reported(
+    accepted: bool | None, refusal: str, expected: tuple[str, str, str], ready: str
+) -> None:
+    composed = canary()
+    observed = (
+        None if accepted is None else as_observed(composed, accepted=accepted, refusal=refusal)
+    )
+    out = canary(observed)
+    assert out.conditions["RouteAccepted"] == expected
+    assert out.composite_ready == ready
+    assert out.desired == composed.desired, "nothing flaps on the way"
+    for key, desired in out.rsp.desired.resources.items():
+        conditions = (observed or {}).get(key, {}).get("status", {}).get("conditions", [])
+        was_ready = {"type": "Ready", "status": "True", "reason": "Available"} in conditions
+        assert desired.ready == (fnv1.READY_TRUE if was_ready else fnv1.READY_FALSE), key
+
+
+# --- invariants ---------------------------------------------------------------------------
+
+
+def test_no_secret_value_anywhere_in_the_response() -> None:
+    composed = canary()
+    observed = as_observed(composed)
+    needles = (API_KEY_VALUE, base64.b64encode(API_KEY_VALUE.encode()).decode())
+    assert any(n in str(observed) for n in needles), "the observed state does carry the value"
+    out = canary(observed)
+    assert out.fatal == []
+    assert endpoint_key("openai", "api-key") in out.desired
+    wire = out.rsp.SerializeToString()
+    for needle in needles:
+        assert needle.encode() not in wire
+        assert needle not in str(out.rsp)
+
+
+def test_same_plan_same_output() -> None:
+    first = run(compose, request(model_route(backend("a"), backend("b", priority=1))))
+    again = run(compose, request(model_route(backend("a"), backend("b", priority=1))))
+    assert first.rsp.SerializeToString(deterministic=True) == again.rsp.SerializeToString(
+        deterministic=True
+    )
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+def _with(path: str, value: Any, xr: Obj | None = None) -> Obj:
+    """``xr`` (default: a one-backend ModelRoute) with the dotted ``path`` set to ``value``."""
+    changed = copy.deepcopy(xr or model_route())
+    *parents, leaf = path.split(".")
+    node = changed
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if value is None:
+        del node[leaf]
+    else:
+        node[leaf] = value
+    return changed
+
+
+MALFORMED: list[tuple[str, Obj, str]] = [
+    # name, the ModelRoute, the field the fatal result names
+    ("not a kind this function composes", _with("kind", "ModelThing"), "kind"),
+    ("model of another namespace", _with("spec.model", "team-b/chat"), "spec.model"),
+    ("model without a service name", _with("spec.model", "team-a/"), "spec.model"),
+    ("namespace missing", _with("metadata.namespace", None), "metadata.namespace is required"),
+    ("gateway missing", _with("spec.gateway", None), "spec.gateway"),
+    ("Gateway name not a label", _with("spec.gateway.gatewayName", "Gw_1"), "gatewayName"),
+    ("bad duration", _with("spec.gateway.requestTimeout", "5 minutes"), "requestTimeout"),
+    ("no backends", _with("spec.backends", []), "spec.backends"),
+    (
+        "129 backends",
+        _with("spec.backends", [backend(f"e{i}") for i in range(129)]),
+        "spec.backends",
+    ),
+    (
+        "one endpoint twice",
+        _with("spec.backends", [backend("a"), backend("a", priority=1)]),
+        "backends[].endpoint must be unique",
+    ),
+    ("weight 0", _with("spec.backends.0.weight", 0), "spec.backends[0].weight"),
+    ("priority 64", _with("spec.backends.0.priority", 64), "spec.backends[0].priority"),
+    ("port 0", _with("spec.backends.0.port", 0), "spec.backends[0].port"),
+    ("unknown TLS mode", _with("spec.backends.0.tls", "Maybe"), "spec.backends[0].tls"),
+    ("Mutual without a cluster", _with("spec.backends.0.tls", "Mutual"), "cluster"),
+    ("a cluster without Mutual", _with("spec.backends.0.cluster", "eu-1"), "cluster"),
+    ("uppercase host", _with("spec.backends.0.host", "API.example.com"), "backends[0].host"),
+    ("IPv4 host", _with("spec.backends.0.host", "10.0.0.7"), "spec.backends[0].host"),
+    ("short IPv4 host", _with("spec.backends.0.host", "10.1"), "spec.backends[0].host"),
+    (
+        "huge model name",
+        _with("spec.backends.0.modelNameOverride", "m" * 100_000),
+        "modelNameOverride",
+    ),
+    (
+        "credential without a key",
+        _with("spec.backends.0.credential", {"name": "openai"}),
+        "credential.key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("xr", "field"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
+def test_bad_input_is_a_fatal_result_naming_the_field(xr: Obj, field: str) -> None:
+    out = run(compose, request(xr))
+    assert len(out.fatal) == 1
+    assert field in out.fatal[0]
+    assert out.desired == {}

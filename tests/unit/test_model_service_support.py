@@ -1,0 +1,309 @@
+"""Fixtures for the compose-model-service tests: a ModelService's fleet, and Crossplane's echo.
+
+Nothing here is a test. The fixtures build what Crossplane hands the function
+for a ModelService (gateways, clusters, endpoints, credential Secrets); the
+readers pick the response apart; the echoes turn a pass's desired state into
+the next pass's observed state the way Crossplane and provider-kubernetes
+would: each Object Ready with the remote object (a Secret with the value
+provider-kubernetes patched into it), each ModelRoute with the status its own
+reconcile reported.
+"""
+
+import base64
+import copy
+import json
+from typing import Any
+
+from e2e.pki import ca
+from fleetgate.model_service.builders import Service, endpoint_key
+from fleetgate.model_service.composer import compose
+from fleetgate.model_service.plan import route_key
+from tests.support import Outcome, request, run, secret
+
+NS = "team-a"
+API = "fleetgate.dev/v1alpha1"
+API_KEY_VALUE = "sk-live-do-not-leak-0123456789"
+SVC = Service(NS, "chat")
+CLUSTER_CA = ca("eu-1 cluster CA").cert_pem.decode()
+CLIENT_CA = ca("public gateway client CA").cert_pem.decode()
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+COMPOSITION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
+
+Obj = dict[str, Any]
+Required = dict[str, list[Obj]]
+
+
+# --- fixtures: the resources Crossplane hands the function --------------------
+
+
+def service(*entries: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "ModelService",
+        "metadata": {"name": "chat", "namespace": NS, "labels": labels or {}},
+        "spec": {"endpoints": list(entries)},
+    }
+
+
+def entry(weight: int = 1, priority: int = 0, **labels: str) -> dict[str, Any]:
+    return {"selector": {"matchLabels": labels}, "weight": weight, "priority": priority}
+
+
+def endpoint(
+    name: str,
+    origin: str,
+    *,
+    labels: dict[str, str] | None = None,
+    ready: str | None = "True",
+    **spec: Any,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": API,
+        "kind": "ModelEndpoint",
+        "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
+        "spec": {"origin": origin, **spec},
+    }
+    if ready is not None:
+        reason = "CredentialPresent" if ready == "True" else "CredentialMissing"
+        obj["status"] = {
+            "conditions": [{"type": "EndpointReady", "status": ready, "reason": reason}]
+        }
+    return obj
+
+
+def hosted(name: str, cluster: str, **kwargs: Any) -> dict[str, Any]:
+    """A fleet-hosted endpoint, as compose-model-deployment publishes it."""
+    labels = {"fleetgate.dev/cluster": cluster, "fleetgate.dev/deployment": "qwen"}
+    labels |= kwargs.pop("labels", {})
+    return endpoint(
+        name,
+        f"https://{cluster}-0123456789.fleetgate-system.svc.cluster.local",
+        labels=labels,
+        api={"schema": "OpenAI", "prefix": f"/{NS}/qwen/v1"},
+        model=f"{NS}/qwen",
+        **kwargs,
+    )
+
+
+def third_party(name: str, **kwargs: Any) -> dict[str, Any]:
+    return endpoint(
+        name,
+        kwargs.pop("origin", "https://api.openai.com"),
+        labels=kwargs.pop("labels", {"provider": name}),
+        model=kwargs.pop("model", "gpt-4o-mini"),
+        credentialRef=kwargs.pop("credentialRef", {"name": name}),
+        **kwargs,
+    )
+
+
+def gateway(
+    name: str = "public",
+    cluster: str = "edge",
+    *,
+    selector: dict[str, str] | None = None,
+    client_ca: str | None = CLIENT_CA,
+    failover: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"clusterName": cluster}
+    if selector is not None:
+        spec["serviceSelector"] = {"matchLabels": selector}
+    if failover is not None:
+        spec["failover"] = failover
+    status: dict[str, Any] = {"endpoints": {"openAI": f"https://{name}.example.com/v1"}}
+    if client_ca is not None:
+        status["clientCACertificate"] = client_ca
+    return {
+        "apiVersion": API,
+        "kind": "InferenceGateway",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def cluster(
+    name: str, *, provider_config: str | None = None, ca_pem: str | None = CLUSTER_CA
+) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if provider_config is not None:
+        status["providerConfigRef"] = {"name": provider_config}
+    if ca_pem is not None:
+        status["gateway"] = {"caCertificate": ca_pem, "hostname": f"{name}.example"}
+    return {
+        "apiVersion": API,
+        "kind": "InferenceCluster",
+        "metadata": {"name": name},
+        "spec": {"credentials": {"providerConfigName": f"pc-{name}"}},
+        "status": status,
+    }
+
+
+def fleet(*endpoint_lists: list[dict[str, Any]], **extra: list[dict[str, Any]]) -> Required:
+    """One serving gateway on cluster ``edge``, clusters eu-1 and us-1, the given endpoints."""
+    required: Required = {
+        "gateways": [gateway()],
+        "clusters": [
+            cluster("edge", provider_config="pc-edge"),
+            cluster("eu-1"),
+            cluster("us-1"),
+        ],
+        "credential-openai": [secret("openai", NS, {"apiKey": API_KEY_VALUE})],
+    }
+    for i, found in enumerate(endpoint_lists):
+        required[f"endpoints-{i}"] = found
+    required.update(extra)
+    return required
+
+
+CANARY = service(
+    entry(90, track="stable"),
+    entry(10, track="canary"),
+    entry(1, 1, provider="openai"),
+)
+
+
+def canary_fleet(**extra: list[dict[str, Any]]) -> Required:
+    return fleet(
+        [hosted("qwen-eu-1", "eu-1", labels={"track": "stable"})],
+        [hosted("qwen-us-1", "us-1", labels={"track": "canary"})],
+        [third_party("openai")],
+        **extra,
+    )
+
+
+# --- reading a ModelService's response ----------------------------------------------
+
+
+def model_routes(out: Outcome) -> dict[str, Obj]:
+    """The ModelRoutes a ModelService composed, by gateway."""
+    return {
+        obj["spec"]["gateway"]["name"]: obj
+        for obj in out.desired.values()
+        if obj["kind"] == "ModelRoute"
+    }
+
+
+def plan(out: Outcome, gw: str = "public") -> list[Obj]:
+    """The backends a gateway's ModelRoute carries."""
+    backends: list[Obj] = model_routes(out)[gw]["spec"]["backends"]
+    return backends
+
+
+def backend_refs(out: Outcome, gw: str = "public") -> list[tuple[str, int, int]]:
+    """(endpoint, weight, priority level) per backend of the gateway's route."""
+    return [(b["endpoint"], b["weight"], b["priority"]) for b in plan(out, gw)]
+
+
+def routed(out: Outcome, gw: str = "public") -> set[str]:
+    return {b["endpoint"] for b in plan(out, gw)} if gw in model_routes(out) else set()
+
+
+def condition(out: Outcome) -> tuple[str, str, str]:
+    return out.conditions["RoutingReady"]
+
+
+# --- a ModelRoute's reconcile ------------------------------------------------------
+
+
+def route_of(out: Outcome, gw: str = "public", **observed: Obj) -> Outcome:
+    """Reconcile the ModelRoute a ModelService composed for ``gw``, as Crossplane would."""
+    return run(compose, request(model_routes(out)[gw], observed=observed or None))
+
+
+def manifest(out: Outcome, key: str) -> Obj:
+    """The remote object a ModelRoute composed under ``key``."""
+    found: Obj = out.desired[key]["spec"]["forProvider"]["manifest"]
+    return found
+
+
+def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
+    """The composition resource names of a ModelRoute routing ``endpoints``."""
+    keys = {"route"}
+    for ep in endpoints:
+        keys |= {endpoint_key(ep, "backend"), endpoint_key(ep, "ai-service-backend")}
+    for ep in credentials:
+        keys |= {endpoint_key(ep, "security-policy"), endpoint_key(ep, "api-key")}
+    return keys
+
+
+# --- Crossplane's echo ---------------------------------------------------------------
+
+
+def as_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -> dict[str, Obj]:
+    """A ModelRoute's Objects as Crossplane observes them after provider-kubernetes applied them.
+
+    Every Object reports the remote object in ``status.atProvider.manifest``;
+    with ``accepted`` the remote controllers have accepted everything and the
+    Objects are Ready, otherwise they refused it (``refusal`` is the route's
+    message). A Secret comes back carrying its value the way provider-kubernetes
+    leaves it: patched into the Object's own ``spec.forProvider.manifest`` and
+    last-applied annotation (crossplane-contrib/provider-kubernetes#223) and,
+    without --sanitize-secrets, its status. The function must never echo it.
+    """
+    observed = {}
+    for key, desired in out.desired.items():
+        obj = copy.deepcopy(desired)
+        remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
+        if remote["kind"] == "Secret":
+            data = {"apiKey": base64.b64encode(API_KEY_VALUE.encode()).decode()}
+            remote["data"] = data
+            obj["spec"]["forProvider"]["manifest"]["data"] = dict(data)
+            obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(remote)}
+        else:
+            status = "True" if accepted else "False"
+            remote["status"] = {
+                "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
+            }
+            if refusal and remote["kind"] == "AIGatewayRoute":
+                remote["status"]["conditions"][0]["message"] = refusal
+        ready = "True" if accepted or remote["kind"] == "Secret" else "False"
+        obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
+        obj["status"] = {
+            "atProvider": {"manifest": remote},
+            "conditions": [
+                {"type": "Ready", "status": ready, "reason": "Available"},
+                {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
+            ],
+        }
+        observed[key] = obj
+    return observed
+
+
+def xr_status(out: Outcome) -> Obj:
+    """The status Crossplane writes to an XR from its function's response."""
+    status: Obj = dict(out.composite.get("status") or {})
+    conditions = [
+        {"type": type_, "status": s, "reason": reason, "message": message}
+        for type_, (s, reason, message) in out.conditions.items()
+    ]
+    ready = "True" if out.composite_ready == "READY_TRUE" else "False"
+    conditions.append({"type": "Ready", "status": ready, "reason": "Available"})
+    return {**status, "conditions": conditions}
+
+
+def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -> dict[str, Obj]:
+    """A ModelService's ModelRoutes as observed once each reconciled twice.
+
+    Each ModelRoute composes, its Objects are applied (accepted or refused),
+    and it reports; the ModelService then sees it as stored: with what
+    Crossplane recorded under ``spec.crossplane`` and the status it reported.
+    """
+    observed = {}
+    for gw, desired in sorted(model_routes(out).items()):
+        composed = route_of(out, gw)
+        reported = route_of(out, gw, **as_observed(composed, accepted=accepted, refusal=refusal))
+        obj = copy.deepcopy(desired)
+        obj["metadata"]["annotations"] = {COMPOSITION_RESOURCE_NAME: route_key(gw)}
+        obj["metadata"]["labels"]["crossplane.io/composite"] = "chat"
+        obj["metadata"]["uid"] = f"uid-{gw}"
+        obj["spec"]["crossplane"] = {
+            "compositionRef": {"name": "modelroutes.fleetgate.dev"},
+            "resourceRefs": [
+                {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": f"{gw}-{key}"}
+                for key, o in sorted(reported.desired.items())
+            ],
+        }
+        obj["status"] = xr_status(reported)
+        observed[route_key(gw)] = obj
+    return observed
