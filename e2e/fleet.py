@@ -38,6 +38,7 @@ KIND_ORDER = [
     "ModelDeployment",
     "ModelEndpoint",
     "ModelService",
+    "ModelRoute",  # composed by a ModelService, one per serving gateway
 ]
 MAX_PASSES = 16
 
