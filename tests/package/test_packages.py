@@ -24,9 +24,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import celpy
 import grpc
 import pytest
 import yaml
+from celpy.adapter import json_to_cel
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
@@ -446,6 +448,28 @@ def test_rbac_covers_every_required_kind_read_only() -> None:
         for p in (REPO / "apis").glob("*/definition.yaml")
     }
     assert granted == {*plurals, ("", "secrets")}
+
+
+@pytest.mark.parametrize(
+    ("username", "allowed"),
+    [
+        ("system:serviceaccount:crossplane-system:crossplane", True),
+        ("system:serviceaccount:team-a:default", False),
+        ("alice@example.com", False),
+    ],
+)
+def test_only_crossplane_writes_modelroutes(username: str, allowed: bool) -> None:
+    """The admission policy's rule, evaluated with a real CEL implementation."""
+    policy, binding = load_all(INSTALL / "modelroute-guard.yaml")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"]) == (["fleetgate.dev"], ["modelroutes"])
+    (check,) = policy["spec"]["validations"]
+    env = celpy.Environment()
+    program = env.program(env.compile(check["expression"]))
+    request = json_to_cel({"userInfo": {"username": username}})
+    assert bool(program.evaluate({"request": request})) is allowed
 
 
 def test_dockerfile_builds_the_same_image() -> None:
