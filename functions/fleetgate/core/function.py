@@ -14,9 +14,9 @@ plumbing, and so that the rules every function must follow live in one place:
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from fleetgate.core import structs
 from fleetgate.core.models import C, Model, parse
 from fleetgate.core.secrets import scrub_secret
 
@@ -82,7 +82,7 @@ class Reconcile:
 
     @property
     def observed_composite(self) -> dict[str, Any]:
-        return resource.struct_to_dict(self.req.observed.composite.resource)
+        return structs.to_dict(self.req.observed.composite.resource)
 
     def composite(self, model: type[C]) -> C:
         """The observed XR as a typed model; InputError names a malformed field."""
@@ -94,10 +94,7 @@ class Reconcile:
         self.rsp.requirements.resources[key].CopyFrom(selector.to_proto())
         if key not in self.req.required_resources:
             return None
-        return [
-            resource.struct_to_dict(item.resource)
-            for item in self.req.required_resources[key].items
-        ]
+        return [structs.to_dict(item.resource) for item in self.req.required_resources[key].items]
 
     def require_all(self, key: str, selector: Selector, model: type[C]) -> list[C] | None:
         """Like ``require``, each resource validated as ``model``.
@@ -113,7 +110,7 @@ class Reconcile:
         """A composed resource as Crossplane observed it, or None."""
         if name not in self.req.observed.resources:
             return None
-        return resource.struct_to_dict(self.req.observed.resources[name].resource)
+        return structs.to_dict(self.req.observed.resources[name].resource)
 
     # --- composing ---------------------------------------------------------
 
@@ -121,7 +118,7 @@ class Reconcile:
         """Add ``manifest`` to the desired state under the composition name ``name``."""
         desired = self.rsp.desired.resources[name]
         desired.resource.Clear()
-        desired.resource.update(manifest)
+        structs.update(desired.resource, manifest)
         if ready is not None:
             desired.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
 
@@ -134,7 +131,7 @@ class Reconcile:
         """
         if name not in self.req.observed.resources:
             return False
-        manifest = resource.struct_to_dict(self.req.observed.resources[name].resource)
+        manifest = structs.to_dict(self.req.observed.resources[name].resource)
         # Only what the function wrote belongs in desired state; status and
         # server-set metadata would be rejected or fight the API server.
         manifest.pop("status", None)
@@ -204,7 +201,7 @@ class Reconcile:
     def finish(self) -> None:
         """Write the collected status into the desired XR."""
         if self._status:
-            self.rsp.desired.composite.resource.update({"status": self._status})
+            structs.update(self.rsp.desired.composite.resource, {"status": self._status})
 
 
 def dump(model: Model) -> dict[str, Any]:
