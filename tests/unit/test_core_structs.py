@@ -8,6 +8,10 @@ from crossplane.function import resource
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
+from fleetgate.core.function import Reconcile
+from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.core.runner import run_composer
+from tests.support import request
 
 OBJECT = {
     "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
@@ -83,3 +87,61 @@ def test_to_dict_refuses_numbers_json_cannot_hold(number: float) -> None:
         structs.to_dict(s)
     with pytest.raises(ValueError, match="Fail to serialize"):
         resource.struct_to_dict(s)
+
+
+def _cond(type_: Any, status: Any) -> dict[str, Any]:
+    return {"type": type_, "status": status}
+
+
+OBSERVED: list[tuple[str, dict[str, Any]]] = [
+    ("nothing", {}),
+    ("no status", {"kind": "Object"}),
+    ("empty status", {"status": {}}),
+    ("ready", {"status": {"conditions": [_cond("Synced", "True"), _cond("Ready", "True")]}}),
+    ("not ready", {"status": {"conditions": [_cond("Ready", "False")]}}),
+    (
+        "ready twice, once true",
+        {"status": {"conditions": [_cond("Ready", "False"), _cond("Ready", "True")]}},
+    ),
+    ("status not a string", {"status": {"conditions": [_cond("Ready", True)]}}),
+    ("condition not an object", {"status": {"conditions": ["Ready", 1, None]}}),
+    ("conditions not a list", {"status": {"conditions": {"type": "Ready"}}}),
+    ("remote manifest", {"status": {"atProvider": {"manifest": {"kind": "Gateway"}}}}),
+    ("remote manifest empty", {"status": {"atProvider": {"manifest": {}}}}),
+    ("remote manifest not an object", {"status": {"atProvider": {"manifest": "x"}}}),
+    ("at provider empty", {"status": {"atProvider": {}}}),
+]
+
+
+@pytest.mark.parametrize("observed", [v for _, v in OBSERVED], ids=[n for n, _ in OBSERVED])
+def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
+    s = sdk_struct(observed)
+    for type_, status in [("Ready", "True"), ("Ready", "False"), ("Synced", "True")]:
+        assert structs.has_condition(s, type_, status) == has_condition(observed, type_, status)
+    rec = Reconcile(request({"kind": "X"}, observed={"r": observed}), run_composer_rsp())
+    assert rec.has_observed("r")
+    assert not rec.has_observed("other")
+    assert rec.observed_ready("r") == is_ready(rec.observed("r"))
+    assert not rec.observed_ready("other")
+    assert rec.observed_remote_exists("r") == (remote_manifest(rec.observed("r")) is not None)
+    assert not rec.observed_remote_exists("other")
+
+
+def run_composer_rsp() -> Any:
+    return run_composer(lambda rec: None, request({"kind": "X"}))
+
+
+@pytest.mark.parametrize(
+    ("path", "found"),
+    [
+        (("status",), True),
+        (("status", "atProvider", "manifest", "kind"), True),
+        (("status", "missing"), False),
+        (("status", "atProvider", "manifest", "kind", "deeper"), False),
+        (("spec",), False),
+    ],
+    ids=["top", "deep", "missing", "through a string", "absent"],
+)
+def test_lookup(path: tuple[str, ...], found: bool) -> None:
+    s = sdk_struct({"status": {"atProvider": {"manifest": {"kind": "Gateway"}}}})
+    assert (structs.lookup(s, *path) is not None) == found

@@ -112,6 +112,28 @@ class Reconcile:
             return None
         return structs.to_dict(self.req.observed.resources[name].resource)
 
+    def has_observed(self, name: str) -> bool:
+        """Whether Crossplane observed a composed resource ``name`` (cheaper than ``observed``)."""
+        return name in self.req.observed.resources
+
+    def observed_ready(self, name: str) -> bool:
+        """``is_ready(observed(name))`` without converting the whole resource.
+
+        A function asks this of every resource it composes, on every call; at
+        the API's maxima converting each observed Object (its remote manifest
+        included) only to read one condition was most of the call.
+        """
+        observed = self.req.observed.resources
+        return name in observed and structs.has_condition(observed[name].resource, "Ready")
+
+    def observed_remote_exists(self, name: str) -> bool:
+        """``remote_manifest(observed(name)) is not None`` without converting the resource."""
+        observed = self.req.observed.resources
+        if name not in observed:
+            return False
+        manifest = structs.lookup(observed[name].resource, "status", "atProvider", "manifest")
+        return manifest is not None and manifest.WhichOneof("kind") == "struct_value"
+
     # --- composing ---------------------------------------------------------
 
     def compose(self, name: str, manifest: dict[str, Any], *, ready: bool | None = None) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from fleetgate.core.function import Reconcile
-from fleetgate.core.observed import is_ready, remote_manifest
 
 
 def awaited(rec: Reconcile, *, ready: Iterable[str] = (), exist: Iterable[str] = ()) -> list[str]:
@@ -21,8 +20,8 @@ def awaited(rec: Reconcile, *, ready: Iterable[str] = (), exist: Iterable[str] =
     (a policy is accepted only once its target exists): that it was created on
     the cluster is enough.
     """
-    missing = [name for name in ready if not is_ready(rec.observed(name))]
-    missing += [name for name in exist if remote_manifest(rec.observed(name)) is None]
+    missing = [name for name in ready if not rec.observed_ready(name)]
+    missing += [name for name in exist if not rec.observed_remote_exists(name)]
     return missing
 
 
@@ -39,10 +38,9 @@ def compose_after(
     Returns the prerequisites still awaited: empty when ``name`` was composed.
     The desired resource is marked ready when its observed counterpart is.
     """
-    observed = rec.observed(name)
-    if observed is None:
+    if not rec.has_observed(name):
         missing = awaited(rec, ready=ready, exist=exist)
         if missing:
             return missing
-    rec.compose(name, manifest, ready=is_ready(observed))
+    rec.compose(name, manifest, ready=rec.observed_ready(name))
     return []

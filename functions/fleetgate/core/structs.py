@@ -88,3 +88,40 @@ def _set(target: struct_pb2.Value, value: Any) -> None:
         holder = struct_pb2.Struct()
         holder.update({"value": value})
         target.CopyFrom(holder.fields["value"])
+
+
+def lookup(struct: struct_pb2.Struct, *path: str) -> struct_pb2.Value | None:
+    """The value at ``path`` through nested Structs; None where a step is missing or not one.
+
+    For reading one field of a large resource without converting all of it.
+    """
+    value: struct_pb2.Value | None = None
+    fields = struct.fields
+    for key in path:
+        if fields is None or key not in fields:
+            return None
+        value = fields[key]
+        fields = value.struct_value.fields if value.WhichOneof("kind") == _STRUCT else None
+    return value
+
+
+def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -> bool:
+    """Whether ``status.conditions`` holds ``type_`` with ``status``; ``observed.has_condition``
+    read straight from the Struct."""
+    conditions = lookup(struct, "status", "conditions")
+    if conditions is None or conditions.WhichOneof("kind") != _LIST:
+        return False
+    for item in conditions.list_value.values:
+        if item.WhichOneof("kind") != _STRUCT:
+            continue
+        fields = item.struct_value.fields
+        if (
+            "type" in fields
+            and "status" in fields
+            and fields["type"].WhichOneof("kind") == _STRING
+            and fields["type"].string_value == type_
+            and fields["status"].WhichOneof("kind") == _STRING
+            and fields["status"].string_value == status
+        ):
+            return True
+    return False

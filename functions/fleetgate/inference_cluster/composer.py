@@ -19,7 +19,7 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
-from fleetgate.core.observed import configmap_value, is_ready
+from fleetgate.core.observed import configmap_value
 from fleetgate.core.ordering import compose_after
 from fleetgate.core.readiness import condition_query
 from fleetgate.inference_cluster import builders, stack
@@ -69,12 +69,12 @@ class Progress:
         if missing:
             self.waiting[name] = missing
             return False
-        self.composed[name] = is_ready(self.rec.observed(name))
+        self.composed[name] = self.rec.observed_ready(name)
         return True
 
     def keep(self, name: str) -> bool:
         if self.rec.keep(name):
-            self.composed[name] = is_ready(self.rec.observed(name))
+            self.composed[name] = self.rec.observed_ready(name)
             return True
         return False
 
@@ -118,8 +118,8 @@ def connect(rec: Reconcile, progress: Progress, site: Site, *, install: bool) ->
     for name, provider in wanted.items():
         if provider in configs:
             # A provider config reports no readiness: that it exists is all there is.
-            rec.compose(name, configs[provider], ready=rec.observed(name) is not None)
-            progress.composed[name] = rec.observed(name) is not None
+            rec.compose(name, configs[provider], ready=rec.has_observed(name))
+            progress.composed[name] = rec.has_observed(name)
     rec.set_status(providerConfigRef={"name": site.provider_config})
 
 
@@ -206,7 +206,7 @@ def trust_fleet_gateways(
             ready=[NAMESPACE, *envoy_gateway],
             exist=[CLIENT_CAS],
         )
-    elif progress.rec.observed(GATEWAY) is not None:
+    elif progress.rec.has_observed(GATEWAY):
         # The last fleet gateway is gone: the Gateway is withdrawn this pass,
         # and clients stay validated until it has gone too.
         progress.keep(CLIENT_CAS)

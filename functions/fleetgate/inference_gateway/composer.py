@@ -18,7 +18,7 @@ from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import configmap_value, is_ready, remote_manifest
+from fleetgate.core.observed import configmap_value, remote_manifest
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.secrets import secret_patch
 from fleetgate.inference_gateway import builders, inputs, naming, resolution
@@ -95,7 +95,7 @@ class OnCluster:
             observe_only=observe_only,
             references=references,
         )
-        self.rec.compose(key, obj, ready=True if is_ready(self.rec.observed(key)) else None)
+        self.rec.compose(key, obj, ready=True if self.rec.observed_ready(key) else None)
 
     def client_pki(self) -> None:
         ca = self.names.client_ca
@@ -170,7 +170,7 @@ class OnCluster:
             return [remote]
         for name in previous:
             self.rec.keep_all(name)
-        if is_ready(self.rec.observed(key)):
+        if self.rec.observed_ready(key):
             return [remote]
         old = (_applied_name(self.rec.observed(name)) for name in previous)
         return sorted(name for name in old if name) or [remote]
