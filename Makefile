@@ -10,9 +10,9 @@ BIN := .cache/bin
 CROSSPLANE := $(BIN)/crossplane
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
-SOURCES := functions tests e2e package
+SOURCES := functions tests e2e package bench
 
-.PHONY: render examples test lint typecheck pytest tools crds deps nix-parser clean
+.PHONY: render examples bench test lint typecheck pytest tools crds deps nix-parser clean
 
 ## render: walk the example fleet (examples/fleet) from nothing to a routed model through the
 ## functions and the real Crossplane CLI; print each pass, the routing table, facts and drills
@@ -22,6 +22,11 @@ render: deps
 ## examples: render every single-XR example under examples/ and print what each composes
 examples: deps
 	$(PY) -m e2e.render
+
+## bench: measure every function on reference workloads up to the API's maxima (a few minutes);
+## results into bench/results/ (JSON + a Markdown table), compared with the last recorded run
+bench: deps
+	$(PY) -m bench
 
 ## test: lint, type check, unit, gRPC, render + validate against pinned CRDs
 test: deps lint typecheck pytest

@@ -1,0 +1,228 @@
+"""Reconcile one XR in-process until nothing changes, the way Crossplane would.
+
+Each pass sends the function what Crossplane would: the XR with the status it
+wrote last, every requirement it declared resolved against the fleet, and
+every resource it composed as observed once the workload clusters'
+controllers acted (``e2e.fleet.World``: Ready, Gateway addresses, CA
+ConfigMaps with real certificates). XRs it composes (a ModelDeployment's
+ModelEndpoints) are reconciled by their own function in turn. The request of
+the pass that changes nothing is the steady state: the request Crossplane
+sends on every reconcile of a settled fleet, and the one worth measuring.
+"""
+
+import copy
+import hashlib
+import importlib
+import json
+import tomllib
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from crossplane.function import resource
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from bench.world import CREATED, Obj, Pool, condition
+from e2e.fleet import COMPOSITION_RESOURCE_NAME, World, fingerprint
+from fleetgate.core.constants import API_GROUP
+from fleetgate.core.runner import Composer, run_composer
+from fleetgate.core.secrets import LAST_APPLIED
+from tests.support import STATUS_NAMES, request
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_PASSES = 24
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function as Crossplane knows it: its name, console script target and composer."""
+
+    name: str
+    script: str  # "fleetgate.<package>.main:cli"
+    compose: Composer
+    input: Obj | None = None  # the Composition step's input, sent with every request
+
+
+def functions() -> dict[str, Function]:
+    """XR kind → the function its Composition's (single) step runs, from the repository's files."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    found = {}
+    for path in sorted((REPO / "compositions").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") != "Composition":
+                continue
+            step = doc["spec"]["pipeline"][0]
+            name = step["functionRef"]["name"]
+            module = importlib.import_module(scripts[name].split(":")[0])
+            kind = doc["spec"]["compositeTypeRef"]["kind"]
+            found[kind] = Function(name, scripts[name], module.compose, step.get("input"))
+    return found
+
+
+class NotSettledError(RuntimeError):
+    """The XR never stopped changing, or the function refused its input."""
+
+
+@dataclass
+class Settled:
+    """The steady state of one XR."""
+
+    request: fnv1.RunFunctionRequest
+    response: fnv1.RunFunctionResponse
+    xr: Obj  # with the status the function wrote
+    passes: int
+    children: list["Settled"] = field(default_factory=list)  # the XRs it composes, settled
+
+    @property
+    def conditions(self) -> dict[str, str]:
+        return {c.type: STATUS_NAMES[c.status] for c in self.response.conditions}
+
+
+@dataclass
+class Reconciler:
+    """The control plane for one benchmark fleet: required resources and the clusters' world."""
+
+    pool: Pool
+    registry: dict[str, Function] = field(default_factory=functions)
+    world: World = field(default_factory=lambda: World(load_balancers={}))
+    _children: dict[str, "Settled"] = field(default_factory=dict)
+
+    def settle(self, xr: Obj, *, max_passes: int = MAX_PASSES) -> Settled:
+        function = self.registry[xr["kind"]]
+        xr = copy.deepcopy(xr)
+        required: dict[str, list[Obj]] = {}
+        observed: dict[str, Obj] = {}
+        last = ""
+        for number in range(1, max_passes + 1):
+            req = request(xr, required=required, observed=observed)
+            if function.input is not None:
+                req.input.update(function.input)
+            rsp = run_composer(function.compose, req)
+            fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
+            if fatal:
+                raise NotSettledError(f"{xr['kind']} {xr['metadata']['name']}: {fatal[0]}")
+            required = {
+                key: self.pool.select(selector)
+                for key, selector in sorted(rsp.requirements.resources.items())
+            }
+            observed, children = self._observe(xr, rsp)
+            xr = with_status(xr, rsp, observed)
+            state = fingerprint({"xr": xr, "required": required, "observed": observed})
+            if state == last:
+                return Settled(req, rsp, xr, number, children)
+            last = state
+        raise NotSettledError(f"{xr['kind']} {xr['metadata']['name']}: no steady state")
+
+    def _observe(
+        self, xr: Obj, rsp: fnv1.RunFunctionResponse
+    ) -> tuple[dict[str, Obj], list[Settled]]:
+        """Every desired resource as Crossplane would observe it next pass; the XRs among them."""
+        desired = {
+            name: resource.struct_to_dict(r.resource)
+            for name, r in sorted(rsp.desired.resources.items())
+        }
+        bundles = {
+            (obj["spec"]["providerConfigRef"]["name"], manifest["metadata"]["name"])
+            for obj in desired.values()
+            if (manifest := _manifest(obj)) and manifest.get("kind") == "Bundle"
+        }
+        observed, children = {}, []
+        for name, obj in desired.items():
+            meta = obj.setdefault("metadata", {})
+            meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = name
+            meta.setdefault("generateName", f"{xr['metadata']['name']}-")
+            if "namespace" in xr["metadata"]:
+                meta.setdefault("namespace", xr["metadata"]["namespace"])
+            if obj.get("apiVersion", "").split("/")[0] == API_GROUP:
+                children.append(self._child(obj))
+                observed[name] = as_stored(children[-1].xr, xr)
+            else:
+                observed[name] = as_stored(self.world.realise(obj, bundles), xr)
+        return observed, children
+
+    def _child(self, desired: Obj) -> Settled:
+        """An XR composed by the XR under test, reconciled by its own function (memoised)."""
+        key = fingerprint(desired)
+        if key not in self._children:
+            child = {k: v for k, v in desired.items() if k != "status"}
+            child["metadata"] = dict(child["metadata"])
+            child["metadata"].setdefault("name", self.world._generated_name(desired))
+            self._children[key] = self.settle(child)
+        return self._children[key]
+
+
+def _uid(*parts: str) -> str:
+    return str(uuid.UUID(hashlib.sha256("/".join(parts).encode()).hexdigest()[:32]))
+
+
+def as_stored(obj: Obj, owner: Obj) -> Obj:
+    """A composed resource as the API server hands it back: with what the server adds.
+
+    Metadata (uid, versions, owner reference, finalizer) on the resource, and
+    on the remote object provider-kubernetes copies into an Object's status
+    the same plus the last-applied annotation it writes: a full copy of the
+    manifest, which roughly doubles what an observed Object weighs. No
+    managedFields (Crossplane may pass those too: real requests can be larger).
+    """
+    meta = obj.setdefault("metadata", {})
+    owner_meta = owner["metadata"]
+    name = str(meta.get("name", ""))
+    meta.update(
+        uid=_uid(obj["kind"], name),
+        resourceVersion="1234567",
+        generation=1,
+        creationTimestamp=CREATED,
+        ownerReferences=[
+            {
+                "apiVersion": owner["apiVersion"],
+                "kind": owner["kind"],
+                "name": owner_meta["name"],
+                "uid": _uid(owner["kind"], owner_meta["name"]),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+        finalizers=["finalizer.managedresource.crossplane.io"],
+    )
+    manifest = (obj.get("status") or {}).get("atProvider", {}).get("manifest")
+    if isinstance(manifest, dict):
+        applied = {k: v for k, v in manifest.items() if k != "status"}
+        remote = manifest.setdefault("metadata", {})
+        remote.update(
+            uid=_uid("remote", obj["kind"], name),
+            resourceVersion="7654321",
+            generation=1,
+            creationTimestamp=CREATED,
+        )
+        remote.setdefault("annotations", {})[LAST_APPLIED] = json.dumps(
+            applied, separators=(",", ":"), sort_keys=True
+        )
+    return obj
+
+
+def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse, observed: dict[str, Obj]) -> Obj:
+    """The XR as Crossplane writes it back: the desired status, conditions, and Ready."""
+    status = dict(resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {})
+    conditions = [
+        condition(c.type, STATUS_NAMES[c.status], c.reason or "Available") for c in rsp.conditions
+    ]
+    if rsp.desired.composite.ready != fnv1.READY_UNSPECIFIED:
+        ready = rsp.desired.composite.ready == fnv1.READY_TRUE
+    else:
+        ready = all(_is_ready(o) for o in observed.values())
+    conditions.append(condition("Ready", "True" if ready else "False", "Available"))
+    conditions.append(condition("Synced", reason="ReconcileSuccess"))
+    status["conditions"] = conditions
+    return {**xr, "status": status}
+
+
+def _manifest(obj: Obj) -> Obj | None:
+    manifest = (obj.get("spec") or {}).get("forProvider", {}).get("manifest")
+    return manifest if isinstance(manifest, dict) else None
+
+
+def _is_ready(obj: Obj) -> bool:
+    conditions: list[Any] = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

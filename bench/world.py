@@ -1,0 +1,201 @@
+"""A fleet of any size as the API server would hold it: XRs with the status their functions publish.
+
+The benchmark needs fleets far larger than the example walk (a hundred
+clusters, a hundred gateways, thousands of backends). Walking such a fleet
+from empty through every function would take longer than the benchmark
+itself, so the XRs a function *requires* are built here already settled, with
+the status their own functions publish (names derived by ``core.names``, real
+PEM certificates from ``e2e.pki``). Only the XR under test is reconciled for
+real (``bench.settle``); if anything here drifted from what the functions
+publish, that XR would not become Ready and the benchmark stops.
+"""
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from e2e.pki import ca
+from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, SYSTEM_NAMESPACE
+from fleetgate.core.names import cluster_hostname
+
+Obj = dict[str, Any]
+
+NAMESPACE = "team-a"
+CREATED = "2025-01-01T00:00:00Z"
+# One of each address kind a load balancer hands out; name resolution differs per kind.
+ADDRESSES = ("203.0.113.{n}", "2001:db8::{n:x}", "lb-{n}.eu-west.elb.example.net")
+
+
+def condition(type_: str, status: str = "True", reason: str = "Available") -> Obj:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "lastTransitionTime": CREATED,
+    }
+
+
+def _pem(subject: str) -> str:
+    return ca(subject[:64]).cert_pem.decode()
+
+
+def secret(
+    name: str, namespace: str, data: dict[str, str], labels: dict[str, str] | None = None
+) -> Obj:
+    """A Secret as Crossplane hands it over: values base64 in ``data``."""
+    meta: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": meta,
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
+
+
+def cluster_name(index: int) -> str:
+    return f"cluster-{index:03d}"
+
+
+def gateway_name(index: int) -> str:
+    return f"gateway-{index:03d}"
+
+
+def published(kind: str, metadata: Obj, spec: Obj, status: Obj, *ready: tuple[str, str]) -> Obj:
+    """An XR as the API server holds it once its function settled it.
+
+    ``ready``: the (condition type, reason) pairs its function reported True,
+    beside the Ready and Synced conditions Crossplane itself writes.
+    """
+    conditions = [condition("Ready"), condition("Synced", reason="ReconcileSuccess")]
+    conditions += [condition(type_, reason=reason) for type_, reason in ready]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "metadata": metadata,
+        "spec": spec,
+        "status": {**status, "conditions": conditions},
+    }
+
+
+def published_cluster(index: int, *, gpus: int = 64, providers: tuple[str, ...] = ()) -> Obj:
+    """An InferenceCluster that is registered, trusted and schedulable."""
+    name = cluster_name(index)
+    region = ("eu", "us", "ap")[index % 3]
+    labels = {"region": region, "tier": "gpu"}
+    return published(
+        "InferenceCluster",
+        {"name": name, "labels": labels, "creationTimestamp": CREATED},
+        {
+            "credentials": {"providerConfigName": f"{name}-kubernetes"},
+            "placement": {"metadata": {"labels": labels}},
+            "capacity": {"gpus": gpus, "gpuType": "nvidia-h100"},
+            "providers": list(providers or ("Direct", "LLMD")),
+        },
+        {
+            "providerConfigRef": {"name": f"{name}-kubernetes"},
+            "gateway": {
+                "address": ADDRESSES[index % len(ADDRESSES)].format(n=index % 250 + 1),
+                "caCertificate": _pem(f"Fleetgate cluster CA {name}"),
+                "hostname": cluster_hostname(name),
+            },
+        },
+        ("Connected", "ClusterReachable"),
+        ("GatewayReady", "GatewayProgrammed"),
+        ("Schedulable", "MutuallyAuthenticated"),
+    )
+
+
+def published_gateway(index: int, *, cluster: str, spec: Obj | None = None) -> Obj:
+    """An InferenceGateway serving, with its client CA and endpoints published."""
+    name = gateway_name(index)
+    hostname = f"{name}.fleet.example.com"
+    return published(
+        "InferenceGateway",
+        {"name": name, "creationTimestamp": CREATED},
+        {"clusterName": cluster, "hostname": hostname, **(spec or {})},
+        {
+            "address": f"198.51.100.{index % 250 + 1}",
+            "clientCACertificate": _pem(f"Fleetgate gateway client CA {name}"),
+            "endpoints": {
+                "openAI": f"http://{hostname}/v1",
+                "anthropic": f"http://{hostname}/anthropic/v1",
+            },
+        },
+        ("GatewayReady", "GatewayProgrammed"),
+    )
+
+
+def ready_endpoint(name: str, *, labels: dict[str, str], spec: Obj) -> Obj:
+    """A ModelEndpoint compose-model-endpoint has judged usable."""
+    metadata = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    return published("ModelEndpoint", metadata, spec, {}, ("EndpointReady", "CredentialPresent"))
+
+
+def hosted_endpoint(name: str, cluster: int, labels: dict[str, str]) -> Obj:
+    """A fleet-hosted endpoint as compose-model-deployment publishes it (mutual TLS hop)."""
+    cname = cluster_name(cluster)
+    return ready_endpoint(
+        name,
+        labels={**labels, LABEL_CLUSTER: cname, "fleetgate.dev/deployment": "qwen3"},
+        spec={
+            "origin": f"https://{cluster_hostname(cname)}",
+            "api": {"schema": "OpenAI", "prefix": f"/{NAMESPACE}/qwen3/v1"},
+            "model": f"{NAMESPACE}/qwen3",
+        },
+    )
+
+
+def third_party_endpoint(name: str, labels: dict[str, str], credential: str) -> Obj:
+    """A commercial API reached with an API key from a Secret."""
+    return ready_endpoint(
+        name,
+        labels=labels,
+        spec={
+            "origin": f"https://{name}.api.example.com",
+            "api": {"schema": "OpenAI", "prefix": "/v1"},
+            "model": "gpt-4o-mini",
+            "credentialRef": {"name": credential},
+        },
+    )
+
+
+@dataclass
+class Pool:
+    """Everything Crossplane could hand a function as a required resource."""
+
+    objects: list[Obj] = field(default_factory=list)
+
+    def add(self, *objs: Obj) -> "Pool":
+        self.objects.extend(objs)
+        return self
+
+    def select(self, selector: fnv1.ResourceSelector) -> list[Obj]:
+        """What Crossplane resolves ``selector`` to, in a stable order."""
+        found = []
+        for obj in self.objects:
+            meta = obj.get("metadata") or {}
+            if obj.get("apiVersion") != selector.api_version or obj.get("kind") != selector.kind:
+                continue
+            if selector.namespace and meta.get("namespace") != selector.namespace:
+                continue
+            if selector.WhichOneof("match") == "match_name":
+                if meta.get("name") != selector.match_name:
+                    continue
+            else:
+                labels = meta.get("labels") or {}
+                wanted = selector.match_labels.labels
+                if any(labels.get(k) != v for k, v in wanted.items()):
+                    continue
+            found.append(obj)
+        return sorted(
+            found, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        )
+
+
+def system_secret(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> Obj:
+    return secret(name, SYSTEM_NAMESPACE, data, labels)
