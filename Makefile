@@ -25,7 +25,7 @@ examples: deps
 
 ## bench: measure every function on reference workloads up to the API's maxima (a few minutes);
 ## results into bench/results/ (JSON + a Markdown table), compared with the last recorded run
-bench: deps
+bench: $(VENV)/.installed
 	$(PY) -m bench
 
 ## test: lint, type check, unit, gRPC, render + validate against pinned CRDs
