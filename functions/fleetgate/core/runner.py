@@ -3,23 +3,55 @@
 A composer is a plain function of one ``Reconcile``. The runner turns bad
 input into a fatal result naming the field and any other exception into a
 fatal result that discloses nothing, so nothing ever escapes ``RunFunction``.
+
+The server is the SDK's (same flags, v1 and v1beta1, reflection, mutual TLS
+with ``--tls-certs-dir``, a grace period on SIGTERM) with three differences,
+each load-bearing:
+
+* responses are encoded deterministically. protobuf map fields (every Struct,
+  ``desired.resources``, ``requirements.resources``) are written in hash order,
+  and the hash is seeded per process: without this the same request answered
+  by two replicas of a function gives different bytes;
+* a request that is not a RunFunctionRequest is refused with INVALID_ARGUMENT
+  (the SDK answers UNKNOWN and logs a traceback), and a response larger than
+  the configured send limit becomes a fatal result saying so, instead of an
+  opaque RESOURCE_EXHAUSTED that Crossplane retries forever;
+* composing runs on a small thread pool, so the event loop keeps accepting
+  calls, answering reflection and handling SIGTERM while a large XR composes.
 """
 
+import asyncio
+import signal
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
 import grpc
 from crossplane.function import cli as sdkcli
 from crossplane.function import logging, response
+from crossplane.function import runtime as sdkruntime
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile
 
 Composer = Callable[[Reconcile], None]
+
+# Crossplane calls v1; v1beta1 is kept for older Crossplanes. The two messages
+# are wire-identical (the SDK converts between them by re-parsing the bytes).
+SERVICES = (
+    "apiextensions.fn.proto.v1.FunctionRunnerService",
+    "apiextensions.fn.proto.v1beta1.FunctionRunnerService",
+)
+GRACE_PERIOD_S = sdkruntime.SHUTDOWN_GRACE_PERIOD_SECONDS
+# Composing is CPU-bound Python: more threads than this only add contention.
+COMPOSE_THREADS = 4
+MB = 1024 * 1024
 
 
 def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
@@ -45,16 +77,131 @@ def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFun
     return rsp
 
 
+def encode(rsp: fnv1.RunFunctionResponse) -> bytes:
+    """The response's wire bytes: the same for the same response in every process."""
+    data: bytes = rsp.SerializeToString(deterministic=True)
+    return data
+
+
+def answer(
+    compose: Composer, req: fnv1.RunFunctionRequest, *, max_bytes: int | None = None
+) -> bytes:
+    """``run_composer`` encoded; a response over ``max_bytes`` becomes a fatal result.
+
+    Crossplane treats a fatal result as a failed reconcile and applies nothing,
+    so an oversized answer deletes nothing and says why, where a gRPC
+    RESOURCE_EXHAUSTED would only say that something was too big.
+    """
+    data = encode(run_composer(compose, req))
+    if max_bytes is not None and len(data) > max_bytes:
+        logging.get_logger().error("response too large", size=len(data), limit=max_bytes)
+        rsp = response.to(req)
+        Reconcile(req, rsp).fatal(
+            f"the composed response is {len(data)} bytes, over this function's gRPC message "
+            f"limit of {max_bytes} bytes (--max-send-message-size); nothing was changed"
+        )
+        data = encode(rsp)
+    return data
+
+
+def _describe(req: fnv1.RunFunctionRequest) -> dict[str, str]:
+    """What a log line may say about a request: its tag and the XR's kind and name."""
+    xr = req.observed.composite.resource.fields
+    meta = xr["metadata"].struct_value.fields if "metadata" in xr else {}
+    return {
+        "tag": req.meta.tag,
+        "kind": xr["kind"].string_value if "kind" in xr else "",
+        "name": meta["name"].string_value if "name" in meta else "",
+    }
+
+
 class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
     """Serves one composer over Crossplane's FunctionRunnerService."""
 
-    def __init__(self, compose: Composer) -> None:
+    def __init__(self, compose: Composer, *, max_response_bytes: int | None = None) -> None:
         self._compose = compose
+        self._max_bytes = max_response_bytes
+        self._pool = ThreadPoolExecutor(COMPOSE_THREADS, thread_name_prefix="compose")
 
     async def RunFunction(  # noqa: N802 - the gRPC method name
         self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext
     ) -> fnv1.RunFunctionResponse:
-        return run_composer(self._compose, req)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, run_composer, self._compose, req)
+
+    async def run_encoded(self, data: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        """One call on the wire: bytes in, deterministic bytes out."""
+        req = fnv1.RunFunctionRequest()
+        try:
+            req.ParseFromString(data)
+        except DecodeError:
+            logging.get_logger().warning("refused a malformed RunFunctionRequest", size=len(data))
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "the request is not a RunFunctionRequest"
+            )
+        log = logging.get_logger().bind(**_describe(req))
+        log.debug("RunFunction")
+        loop = asyncio.get_running_loop()
+        out = await loop.run_in_executor(
+            self._pool, lambda: answer(self._compose, req, max_bytes=self._max_bytes)
+        )
+        log.debug("RunFunction answered", size=len(out))
+        return out
+
+    def handlers(self) -> list[grpc.GenericRpcHandler]:
+        """v1 and v1beta1 RunFunction, taking and returning raw bytes (see ``encode``)."""
+        method = grpc.unary_unary_rpc_method_handler(self.run_encoded)
+        return [
+            grpc.method_handlers_generic_handler(service, {"RunFunction": method})
+            for service in SERVICES
+        ]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def serve(
+    runner: FunctionRunner,
+    address: str,
+    *,
+    creds: grpc.ServerCredentials | None,
+    insecure: bool,
+    options: Sequence[tuple[str, Any]] = (),
+) -> None:
+    """Serve until SIGTERM, then let calls in flight finish within the grace period.
+
+    The SDK's ``runtime.serve`` with ``runner.handlers()`` in place of its
+    servicers; insecure wins over credentials, as the SDK's flag help says.
+    """
+    if creds is None and not insecure:
+        raise ValueError(
+            "no credentials were provided - did you provide credentials or use the insecure flag?"
+        )
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    server = grpc.aio.server(options=list(options))
+    server.add_generic_rpc_handlers(runner.handlers())
+    reflection.enable_server_reflection(sdkruntime.SERVICE_NAMES, server)
+    if insecure:
+        server.add_insecure_port(address)
+    else:
+        server.add_secure_port(address, creds)
+    stopping: list[asyncio.Future[None]] = []
+    loop.add_signal_handler(
+        signal.SIGTERM,
+        lambda: stopping.append(asyncio.ensure_future(server.stop(grace=GRACE_PERIOD_S))),
+    )
+
+    async def run() -> None:
+        await server.start()
+        await server.wait_for_termination()
+
+    try:
+        loop.run_until_complete(run())
+    finally:
+        loop.run_until_complete(server.stop(grace=GRACE_PERIOD_S))
+        runner.close()
+        loop.close()
 
 
 def command(name: str, compose: Composer) -> click.Command:
@@ -62,7 +209,27 @@ def command(name: str, compose: Composer) -> click.Command:
 
     @click.command(name=name, help=f"Serve the {name} Crossplane composition function.")
     @sdkcli.standard_options
-    def cli(**kwargs: Any) -> None:
-        sdkcli.run(FunctionRunner(compose), **kwargs)
+    def cli(
+        *,
+        debug: bool,
+        address: str,
+        tls_certs_dir: str | None,
+        insecure: bool,
+        max_recv_message_size: int,
+        max_send_message_size: int | None,
+    ) -> None:
+        # As sdkcli.run: the same log formats, limits in MB, send defaulting to receive.
+        logging.configure(level=logging.Level.DEBUG if debug else logging.Level.INFO)
+        send = max_recv_message_size if max_send_message_size is None else max_send_message_size
+        serve(
+            FunctionRunner(compose, max_response_bytes=send * MB),
+            address,
+            creds=None if insecure else sdkruntime.load_credentials(tls_certs_dir),  # type: ignore[arg-type]
+            insecure=insecure,
+            options=[
+                ("grpc.max_receive_message_length", max_recv_message_size * MB),
+                ("grpc.max_send_message_length", send * MB),
+            ],
+        )
 
     return cli
