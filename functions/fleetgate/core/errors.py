@@ -1,5 +1,7 @@
 """Errors a function turns into a fatal result rather than letting them escape."""
 
+from collections.abc import Iterable
+
 from pydantic import ValidationError
 
 
@@ -29,3 +31,16 @@ def describe(err: ValidationError, root: str = "", limit: int = 5) -> str:
     if more > 0:
         problems.append(f"and {more} more")
     return "; ".join(problems)
+
+
+def refuse_duplicates(what: str, names: Iterable[str]) -> None:
+    """InputError when a name occurs twice among ``names`` (required resources of one kind).
+
+    Crossplane lists each object once; a list that names one twice, in two
+    states, would make the answer depend on the order it came in.
+    """
+    seen: set[str] = set()
+    for name in sorted(names):
+        if name in seen:
+            raise InputError(f"required {what}: {name} appears more than once")
+        seen.add(name)

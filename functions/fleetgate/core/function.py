@@ -157,16 +157,17 @@ class Reconcile:
         # Only what the function wrote belongs in desired state; status and
         # server-set metadata would be rejected or fight the API server.
         manifest.pop("status", None)
-        meta = manifest.get("metadata") or {}
-        for server_field in (
-            "uid",
-            "resourceVersion",
-            "generation",
-            "creationTimestamp",
-            "managedFields",
-            "ownerReferences",
-        ):
-            meta.pop(server_field, None)
+        meta = manifest.get("metadata")
+        if isinstance(meta, dict):
+            for server_field in (
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "managedFields",
+                "ownerReferences",
+            ):
+                meta.pop(server_field, None)
         scrub_secret(manifest)
         self.compose(name, manifest)
         return True

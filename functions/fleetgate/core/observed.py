@@ -1,23 +1,37 @@
-"""Reading composed provider-kubernetes Objects back, as Crossplane observed them."""
+"""Reading composed provider-kubernetes Objects back, as Crossplane observed them.
+
+Observed state is written by controllers the function does not control
+(provider-kubernetes copies whatever the workload cluster's controllers put in
+a remote object's status), so every reader here is total: a field of the
+wrong type reads as absent, never as an exception that would fail the XR.
+"""
 
 from typing import Any
 
 
+def dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]…``, or None where a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
 def remote_manifest(observed: dict[str, Any] | None) -> dict[str, Any] | None:
     """The remote object as provider-kubernetes last saw it (``status.atProvider.manifest``)."""
-    if not observed:
-        return None
-    manifest = (observed.get("status") or {}).get("atProvider", {}).get("manifest")
+    manifest = dig(observed, "status", "atProvider", "manifest")
     return manifest if isinstance(manifest, dict) else None
+
+
+def _conditions(obj: Any) -> list[dict[str, Any]]:
+    found = dig(obj, "status", "conditions")
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
 
 
 def has_condition(obj: dict[str, Any] | None, type_: str, status: str = "True") -> bool:
     """Whether ``obj`` carries condition ``type_`` with ``status``."""
-    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    return any(
-        isinstance(c, dict) and c.get("type") == type_ and c.get("status") == status
-        for c in conditions
-    )
+    return any(c.get("type") == type_ and c.get("status") == status for c in _conditions(obj))
 
 
 def is_ready(observed: dict[str, Any] | None) -> bool:
@@ -27,8 +41,7 @@ def is_ready(observed: dict[str, Any] | None) -> bool:
 
 def configmap_value(observed: dict[str, Any] | None, key: str) -> str | None:
     """A key of an observed ConfigMap, read through its Object; None until published."""
-    data = (remote_manifest(observed) or {}).get("data") or {}
-    value = data.get(key)
+    value = dig(remote_manifest(observed), "data", key)
     return value if isinstance(value, str) and value.strip() else None
 
 
@@ -40,11 +53,10 @@ def list_conditions(
     Gateway API policies report per ancestor (``ancestors``), routes per parent
     (``parents``); each entry carries its own conditions.
     """
-    entries = ((obj or {}).get("status") or {}).get(list_field) or []
+    entries = dig(obj, "status", list_field)
     return [
         c
-        for entry in entries
-        if isinstance(entry, dict)
-        for c in entry.get("conditions") or []
-        if isinstance(c, dict) and c.get("type") == type_
+        for entry in (entries if isinstance(entries, list) else [])
+        for c in _conditions({"status": entry})
+        if c.get("type") == type_
     ]

@@ -10,6 +10,8 @@ into an Object it observed before carrying that Object over.
 
 from typing import Any
 
+from fleetgate.core.observed import dig
+
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _VALUE_FIELDS = ("data", "stringData")
 
@@ -48,12 +50,16 @@ def scrub_secret(obj: dict[str, Any]) -> bool:
     (crossplane-contrib/provider-kubernetes#223): carried over verbatim they
     would land in the desired state.
     """
-    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    manifest = dig(obj, "spec", "forProvider", "manifest")
     target = manifest if isinstance(manifest, dict) else obj
     if target.get("kind") != "Secret":
         return False
     for key in _VALUE_FIELDS:
         target.pop(key, None)
-    for meta in (obj.get("metadata") or {}, target.get("metadata") or {}):
-        (meta.get("annotations") or {}).pop(LAST_APPLIED, None)
+    for annotations in (
+        dig(obj, "metadata", "annotations"),
+        dig(target, "metadata", "annotations"),
+    ):
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
     return True

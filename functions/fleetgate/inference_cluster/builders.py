@@ -15,7 +15,7 @@ from fleetgate.core.constants import LABEL_CLUSTER, SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster, Model, ObjectMeta
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname, dns_label, object_name
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import remote_manifest
+from fleetgate.core.observed import dig, remote_manifest
 from fleetgate.core.pki import BUNDLE_KEY, CertificateAuthority
 from fleetgate.core.readiness import condition_query
 
@@ -305,8 +305,8 @@ def gateway(site: Site) -> Manifest:
 
 def gateway_address(observed: dict[str, Any] | None) -> str | None:
     """The first address the observed Gateway reports, if any."""
-    status = (remote_manifest(observed) or {}).get("status") or {}
-    for address in status.get("addresses") or []:
+    addresses = dig(remote_manifest(observed), "status", "addresses")
+    for address in addresses if isinstance(addresses, list) else []:
         value = address.get("value") if isinstance(address, dict) else None
         if isinstance(value, str) and value and len(value) <= 253:
             return value

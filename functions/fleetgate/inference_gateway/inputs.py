@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
-from fleetgate.core.errors import InputError
+from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
 from fleetgate.core.secrets import secret_keys
@@ -205,11 +205,7 @@ def peer(raw: dict[str, Any]) -> Peer:
 
 
 def _unique(kind: str, names: list[str]) -> None:
-    seen: set[str] = set()
-    for name in sorted(names):
-        if name in seen:
-            raise InputError(f"required {kind}s: {name} appears more than once")
-        seen.add(name)
+    refuse_duplicates(f"{kind}s", names)
 
 
 def _name(obj: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetgate.core.function import Status
-from fleetgate.core.observed import has_condition, list_conditions
+from fleetgate.core.observed import dig, has_condition, list_conditions
 from fleetgate.inference_gateway.inputs import Blocked
 
 CALLER_AUTH_HINT = (
@@ -22,14 +22,16 @@ class Verdict:
 
 def gateway_address(gateway: dict[str, Any] | None) -> str | None:
     """The first address the Gateway reports (its load balancer's IP or DNS name)."""
-    for entry in ((gateway or {}).get("status") or {}).get("addresses") or []:
+    addresses = dig(gateway, "status", "addresses")
+    for entry in addresses if isinstance(addresses, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("value"), str) and entry["value"]:
             return str(entry["value"])
     return None
 
 
 def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+    conditions = dig(obj, "status", "conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
         if isinstance(cond, dict) and cond.get("type") == type_:
             return cond
     return {}

@@ -16,6 +16,7 @@ from fleetgate.core.constants import API_VERSION, LABEL_PREFIX
 from fleetgate.core.models import BackendTLS
 from fleetgate.core.names import fleet_gateway, hashed_label, label_value
 from fleetgate.core.objects import Manifest
+from fleetgate.core.observed import dig
 from fleetgate.model_service.builders import Service
 from fleetgate.model_service.selection import Planned, Routable, ServingGateway
 
@@ -103,9 +104,16 @@ def carried_over(observed: dict[str, Any]) -> Manifest:
     handing that back as desired state would make the ModelService the owner
     of fields Crossplane keeps rewriting for the child.
     """
-    meta = observed.get("metadata") or {}
-    spec = {k: v for k, v in (observed.get("spec") or {}).items() if k != "crossplane"}
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k.startswith(LABEL_PREFIX)}
+    meta, spec, labels = (
+        value if isinstance(value, dict) else {}
+        for value in (
+            observed.get("metadata"),
+            observed.get("spec"),
+            dig(observed, "metadata", "labels"),
+        )
+    )
+    spec = {k: v for k, v in spec.items() if k != "crossplane"}
+    labels = {k: v for k, v in labels.items() if k.startswith(LABEL_PREFIX)}
     kept: dict[str, Any] = {"name": meta.get("name"), "namespace": meta.get("namespace")}
     return {
         "apiVersion": observed.get("apiVersion", API_VERSION),

@@ -9,7 +9,7 @@ route, for the ModelService to read back.
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import ModelRoute
-from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.core.observed import dig, has_condition, is_ready, remote_manifest
 from fleetgate.model_service.builders import ROUTE_KEY, Service, route_name, route_objects
 from fleetgate.model_service.origin import OriginError, check_host
 from fleetgate.model_service.plan import ACCEPTED
@@ -69,8 +69,8 @@ def _report(rec: Reconcile) -> None:
         return
     remote = remote_manifest(observed)
     if has_condition(remote, "Accepted", "False"):
-        conditions = (remote or {}).get("status", {}).get("conditions", [])
-        refusal = next(c for c in conditions if c.get("type") == "Accepted")
+        conditions = dig(remote, "status", "conditions")
+        refusal = next(c for c in conditions if isinstance(c, dict) and c.get("type") == "Accepted")
         why = refusal.get("message") or refusal.get("reason")
         rec.condition(ACCEPTED, "False", "Refused", f"route not accepted: {why}")
     else:

@@ -15,7 +15,7 @@ from typing import Any
 from crossplane.function import resource
 
 from fleetgate.core.constants import API_VERSION
-from fleetgate.core.errors import InputError
+from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
 from fleetgate.model_service.builders import Service
@@ -99,6 +99,14 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     if gateways is None or clusters is None or waiting:
         _wait(rec, waiting)
         return None
+    # Keyed and deduplicated by name below: a name listed twice would make the
+    # route depend on the order Crossplane listed them in.
+    refuse_duplicates("InferenceGateways", [g.metadata.name for g in gateways])
+    refuse_duplicates("InferenceClusters", [c.metadata.name for c in clusters])
+    for i, found in enumerate(matched):
+        refuse_duplicates(
+            f"ModelEndpoints of spec.endpoints[{i}]", [e.metadata.name for e in found or []]
+        )
     return Inputs(
         gateways, {c.metadata.name: c for c in clusters}, [found or [] for found in matched]
     )
@@ -208,7 +216,8 @@ def _carry_over(rec: Reconcile, name: str) -> None:
     """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into it."""
     observed = rec.observed(name)
     if observed is not None and observed.get("kind") == KIND:
-        accepted = progress(observed.get("status") or {}) is None
+        status = observed.get("status")
+        accepted = progress(status if isinstance(status, dict) else {}) is None
         rec.compose(name, carried_over(observed), ready=accepted)
     else:
         rec.keep(name)

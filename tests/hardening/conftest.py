@@ -1,0 +1,34 @@
+"""In-process runs log into a list, not the terminal: the leak checks read it."""
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+import pytest
+import structlog
+
+from e2e import render
+from tests.hardening.harness import InProcessFleet
+
+LOGGED: list[str] = []
+
+
+def _capture(_: Any, method: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    LOGGED.append(f"{method} {event!r}")
+    raise structlog.DropEvent
+
+
+@pytest.fixture(autouse=True, scope="session")
+def captured_logs() -> Iterator[list[str]]:
+    """Every log line the functions write in this process, as text."""
+    before = structlog.get_config()
+    structlog.configure(processors=[_capture])
+    yield LOGGED
+    structlog.configure(**before)
+
+
+@pytest.fixture(scope="session")
+def settled() -> InProcessFleet:
+    """The example fleet (examples/fleet), walked in process until it settled."""
+    fleet = InProcessFleet.load(render.EXAMPLES / "fleet")
+    fleet.converge()
+    return fleet

@@ -1,0 +1,369 @@
+"""Calling the five functions the way Crossplane does, in process, for the hardening suite.
+
+A *world* is everything on the control plane a function may require (XRs of
+every kind with their status, Secrets). ``reconcile`` answers one XR like
+Crossplane's function runner: first call with nothing resolved, then resolve
+every requirement the function declared from the world and call again, until
+the requirements stop changing. ``walk`` repeats that pass after pass, feeding
+each pass's desired state back as observed state the way the controllers
+would (``e2e.fleet.World.realise``: Ready, Gateway addresses, trust-manager
+ConfigMaps with real PEMs) and the XR's status back into the XR.
+"""
+
+import base64
+import contextlib
+import copy
+import importlib
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from crossplane.function import resource
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
+
+from e2e.fleet import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Fleet, World, XRKey
+from e2e.fleetcheck import _matches
+from fleetgate.core.constants import API_VERSION
+from fleetgate.core.runner import Composer, encode, run_composer
+
+Obj = dict[str, Any]
+
+# XR kind → the function's package under fleetgate (its console script is
+# compose-<package with dashes>). Imported on first use: one function that
+# does not import fails its own cases only.
+FUNCTIONS: dict[str, str] = {
+    "InferenceCluster": "inference_cluster",
+    "InferenceGateway": "inference_gateway",
+    "ModelDeployment": "model_deployment",
+    "ModelEndpoint": "model_endpoint",
+    "ModelService": "model_service",
+    # Composed by a ModelService (one per serving gateway), served by its function.
+    "ModelRoute": "model_service",
+}
+KINDS = list(FUNCTIONS)
+SCRIPTS = {kind: "compose-" + package.replace("_", "-") for kind, package in FUNCTIONS.items()}
+# What Crossplane's function runner lets a response be by default (the SDK's
+# --max-send-message-size default, 4 MB).
+MESSAGE_LIMIT = 4 * 1024 * 1024
+# Crossplane stops asking once requirements are stable; it gives up after a few rounds.
+MAX_ROUNDS = 5
+INTERNAL_ERROR = "internal error"
+
+# One world of controllers for the whole run, so a trust-manager ConfigMap
+# holds the same CA for the same (cluster, Bundle) in every example: outputs
+# stay comparable across calls.
+CONTROLLERS = World(load_balancers={})
+
+
+def composer(kind: str) -> Composer:
+    module = importlib.import_module(f"fleetgate.{FUNCTIONS[kind]}.composer")
+    compose: Composer = module.compose
+    return compose
+
+
+def request(
+    xr: Obj,
+    *,
+    observed: dict[str, Obj] | None = None,
+    required: dict[str, list[Obj]] | None = None,
+    tag: str = "hardening",
+) -> fnv1.RunFunctionRequest:
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag=tag))
+    req.observed.composite.resource.update(xr)
+    for name in sorted(observed or {}):
+        req.observed.resources[name].resource.update((observed or {})[name])
+    for key in sorted(required or {}):
+        items = req.required_resources[key]
+        for obj in (required or {})[key]:
+            items.items.add().resource.update(obj)
+    return req
+
+
+def resolve(selector: fnv1.ResourceSelector, world: Iterable[Obj]) -> list[Obj]:
+    """What Crossplane returns for ``selector``: matching objects, sorted by namespace and name."""
+    found = [obj for obj in world if _matches(selector, obj)]
+    return sorted(found, key=lambda o: (_meta(o, "namespace"), _meta(o, "name")))
+
+
+def _meta(obj: Obj, key: str) -> str:
+    return str((obj.get("metadata") or {}).get(key) or "")
+
+
+@dataclass
+class Call:
+    """One answered request."""
+
+    req: fnv1.RunFunctionRequest
+    rsp: fnv1.RunFunctionResponse
+
+    @property
+    def data(self) -> bytes:
+        return encode(self.rsp)
+
+    @property
+    def fatal(self) -> list[str]:
+        return [r.message for r in self.rsp.results if r.severity == fnv1.SEVERITY_FATAL]
+
+    @property
+    def messages(self) -> list[str]:
+        """Every human-readable text of the response: results and conditions."""
+        return [r.message for r in self.rsp.results] + [c.message for c in self.rsp.conditions]
+
+    @property
+    def desired(self) -> dict[str, Obj]:
+        return {
+            name: resource.struct_to_dict(r.resource)
+            for name, r in self.rsp.desired.resources.items()
+        }
+
+    @property
+    def status(self) -> Obj | None:
+        status = resource.struct_to_dict(self.rsp.desired.composite.resource).get("status")
+        return status if isinstance(status, dict) else None
+
+
+def call(compose: Composer, req: fnv1.RunFunctionRequest) -> Call:
+    return Call(req, run_composer(compose, req))
+
+
+Unresolved = Callable[[fnv1.ResourceSelector], bool]
+
+
+def reconcile(
+    compose: Composer,
+    xr: Obj,
+    world: list[Obj],
+    observed: dict[str, Obj] | None = None,
+    unresolved: Unresolved | None = None,
+) -> Call:
+    """One reconcile of ``xr``: call, resolve the requirements from ``world``, call again.
+
+    Requirements whose selector ``unresolved`` picks stay unresolved, as when
+    Crossplane has not looked them up yet.
+    """
+    resolved: dict[str, list[Obj]] = {}
+    answered = call(compose, request(xr, observed=observed))
+    for _ in range(MAX_ROUNDS):
+        wanted = {
+            key: resolve(sel, world)
+            for key, sel in answered.rsp.requirements.resources.items()
+            if unresolved is None or not unresolved(sel)
+        }
+        if wanted == resolved:
+            break
+        resolved = wanted
+        answered = call(compose, request(xr, observed=observed, required=resolved))
+    return answered
+
+
+def realise(desired: dict[str, Obj], previous: dict[str, Obj] | None = None) -> dict[str, Obj]:
+    """The desired resources as Crossplane observes them once their controllers acted.
+
+    Each keeps its composition-resource name as metadata annotation (what
+    ``crossplane render --observed-resources`` keys on) and the name it got
+    before, like the API server.
+    """
+    bundles = set()
+    for obj in desired.values():
+        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
+        if manifest.get("kind") == "Bundle":
+            pc = obj["spec"]["providerConfigRef"]["name"]
+            bundles.add((pc, manifest["metadata"]["name"]))
+    observed = {}
+    for name, obj in sorted(desired.items()):
+        tagged = copy.deepcopy(obj)
+        meta = tagged.setdefault("metadata", {})
+        meta.setdefault("annotations", {})["crossplane.io/composition-resource-name"] = name
+        before = (previous or {}).get(name)
+        if before is not None:
+            meta.setdefault("name", before["metadata"]["name"])
+        if tagged.get("kind") in KIND_ORDER:
+            meta.setdefault("name", f"{name}-xr")
+            observed[name] = tagged
+        else:
+            observed[name] = CONTROLLERS.realise(tagged, bundles)
+    return observed
+
+
+@dataclass
+class Walk:
+    """Passes of one XR over one world; each pass's call kept."""
+
+    kind: str
+    xr: Obj
+    world: list[Obj]
+    calls: list[Call] = field(default_factory=list)
+    observed: dict[str, Obj] = field(default_factory=dict)
+
+    @property
+    def last(self) -> Call:
+        return self.calls[-1]
+
+    def step(self) -> Call:
+        answered = reconcile(composer(self.kind), self.xr, self.world, self.observed)
+        self.calls.append(answered)
+        if not answered.fatal:
+            self.observed = realise(answered.desired, self.observed)
+            if answered.status is not None:
+                self.xr = {**self.xr, "status": answered.status}
+        return answered
+
+
+def walk(kind: str, xr: Obj, world: list[Obj], passes: int) -> Walk:
+    walked = Walk(kind, copy.deepcopy(xr), world)
+    for _ in range(passes):
+        walked.step()
+    return walked
+
+
+def shuffled(req: fnv1.RunFunctionRequest, seed: int) -> fnv1.RunFunctionRequest:
+    """``req`` with every required list and the observed map in another order.
+
+    Crossplane promises no order for either: a function's answer must not
+    depend on it.
+    """
+    rng = random.Random(seed)
+    out = fnv1.RunFunctionRequest()
+    out.meta.CopyFrom(req.meta)
+    out.observed.composite.CopyFrom(req.observed.composite)
+    names = list(req.observed.resources)
+    rng.shuffle(names)
+    for name in names:
+        out.observed.resources[name].CopyFrom(req.observed.resources[name])
+    keys = list(req.required_resources)
+    rng.shuffle(keys)
+    for key in keys:
+        items = list(req.required_resources[key].items)
+        rng.shuffle(items)
+        target = out.required_resources[key]
+        target.SetInParent()
+        for item in items:
+            target.items.add().CopyFrom(item)
+    return out
+
+
+# --- Secrets -----------------------------------------------------------------------
+
+
+def secret(name: str, namespace: str, data: dict[str, str], **meta: Any) -> Obj:
+    """A Secret as the API server hands it out: values base64 in ``data``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, **meta},
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
+
+
+def secret_values(objects: Iterable[Obj]) -> set[str]:
+    """Every value held by the Secrets among ``objects``: decoded, and as stored (base64).
+
+    Values shorter than 8 characters are left out: they would turn up by
+    chance in any output.
+    """
+    found: set[str] = set()
+    for obj in objects:
+        if not isinstance(obj, dict) or obj.get("kind") != "Secret":
+            continue
+        for value in (obj.get("data") or {}).values():
+            if isinstance(value, str):
+                found.add(value)
+                with contextlib.suppress(ValueError):
+                    found.add(base64.b64decode(value, validate=True).decode())
+        for value in (obj.get("stringData") or {}).values():
+            if isinstance(value, str):
+                found.update({value, base64.b64encode(value.encode()).decode()})
+    return {v for v in found if len(v) >= 8}
+
+
+def leaks(values: Iterable[str], texts: Iterable[bytes | str]) -> list[str]:
+    """The values (shortened) found in any of ``texts``."""
+    blobs = [t if isinstance(t, bytes) else t.encode() for t in texts]
+    return sorted(f"{v[:6]}…" for v in values if any(v.encode() in blob for blob in blobs))
+
+
+def xr(kind: str, name: str, spec: Obj, *, namespace: str | None = None, **extra: Any) -> Obj:
+    """An XR of ``kind`` as the API server stores it."""
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta.update(extra.pop("metadata", {}))
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": meta, "spec": spec, **extra}
+
+
+# --- a whole fleet, in process ----------------------------------------------------------
+
+SEVERITIES = {
+    fnv1.SEVERITY_FATAL: "SEVERITY_FATAL",
+    fnv1.SEVERITY_WARNING: "SEVERITY_WARNING",
+    fnv1.SEVERITY_NORMAL: "SEVERITY_NORMAL",
+}
+CONDITION_STATUS = {
+    fnv1.STATUS_CONDITION_TRUE: "True",
+    fnv1.STATUS_CONDITION_FALSE: "False",
+    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
+}
+
+
+class InProcessFleet(Fleet):
+    """``e2e.fleet.Fleet`` with each XR answered in process instead of by ``crossplane render``.
+
+    The fleet logic (statuses applied, composed XRs added and removed,
+    convergence) is the walk's own; only the render is replaced, by
+    ``reconcile`` and a rendering of its answer as ``crossplane render``
+    prints it. Fast enough to settle a fleet per test.
+    """
+
+    calls: list[Call]
+
+    def render_one(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> list[Obj]:
+        hidden = set(unavailable)
+        world = [xr for k, xr in sorted(self.xrs.items()) if k not in hidden] + self.secrets
+        xr = self.xrs[key]
+        answered = reconcile(composer(key[0]), xr, world, dict(self.composed.get(key, {})))
+        self.__dict__.setdefault("calls", []).append(answered)
+        if answered.fatal:
+            raise RuntimeError(f"{key}: {answered.fatal}")
+        return rendered(xr, answered)
+
+
+def rendered(xr: Obj, answered: Call) -> list[Obj]:
+    """An answer as ``crossplane render --include-function-results`` prints it."""
+    rsp = answered.rsp
+    desired = answered.desired
+    conditions = [
+        {
+            "type": c.type,
+            "status": CONDITION_STATUS[c.status],
+            "reason": c.reason,
+            **({"message": c.message} if c.message else {}),
+        }
+        for c in rsp.conditions
+    ]
+    ready = rsp.desired.composite.ready == fnv1.READY_TRUE or (
+        rsp.desired.composite.ready == fnv1.READY_UNSPECIFIED
+        and all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
+    )
+    conditions.append({"type": "Ready", "status": "True" if ready else "False", "reason": ""})
+    status = {**(answered.status or {}), "conditions": conditions}
+    out: list[Obj] = [{**xr, "status": status}]
+    meta = xr.get("metadata") or {}
+    for name in sorted(desired):
+        obj = desired[name]
+        obj_meta = obj.setdefault("metadata", {})
+        obj_meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = name
+        if "name" not in obj_meta:
+            obj_meta["generateName"] = f"{meta.get('name')}-"
+        out.append(obj)
+    out += [
+        {
+            "apiVersion": "render.crossplane.io/v1beta1",
+            "kind": "Result",
+            "severity": SEVERITIES[r.severity],
+            "message": r.message,
+        }
+        for r in rsp.results
+    ]
+    return out

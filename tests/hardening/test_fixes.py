@@ -1,0 +1,80 @@
+"""One case per defect the hardening suite found, on the settled example fleet.
+
+Each would fail on the code before its fix: observed state a controller
+wrote in an unexpected shape crashed a reader (an internal error instead of
+a reconcile), and a required object listed twice made a ModelService's
+answer depend on the order Crossplane listed it in.
+"""
+
+import copy
+from typing import Any
+
+import pytest
+
+from e2e.fleet import XRKey
+from tests.hardening import harness
+from tests.hardening.harness import INTERNAL_ERROR, KINDS, InProcessFleet, Obj
+from tests.hardening.mutations import GARBAGE
+
+
+def answer(fleet: InProcessFleet, key: XRKey, observed: dict[str, Obj], world: list[Obj]) -> Any:
+    return harness.reconcile(harness.composer(key[0]), fleet.xrs[key], world, observed)
+
+
+def keys_of(fleet: InProcessFleet, kind: str) -> list[XRKey]:
+    return [k for k in fleet.ordered() if k[0] == kind and fleet.composed.get(k)]
+
+
+# Reported, not fixed here (compose-model-deployment is another engineer's work
+# in progress): its readers of observed Deployment/Object status assume a
+# mapping (providers/pods.py ready_engine_replicas, upstream.py
+# _synced_false_message), so these shapes end in an internal error.
+MODEL_DEPLOYMENT_READERS = pytest.mark.xfail(
+    strict=True,
+    reason="compose-model-deployment crashes on an observed status that is not a mapping "
+    "(reported)",
+)
+CRASHES_MODEL_DEPLOYMENT = {0, 1, 6}  # indexes into GARBAGE, with field "status"
+GARBAGE_CASES = [
+    pytest.param(
+        kind,
+        garbage,
+        field,
+        id=f"{kind}-{field}-{repr(garbage)[:40]}",
+        marks=MODEL_DEPLOYMENT_READERS
+        if kind == "ModelDeployment" and field == "status" and i in CRASHES_MODEL_DEPLOYMENT
+        else (),
+    )
+    for kind in sorted(set(KINDS) - {"ModelEndpoint"})
+    for i, garbage in enumerate(GARBAGE)
+    for field in ("status", "spec", "metadata")
+]
+
+
+@pytest.mark.parametrize(("kind", "garbage", "field"), GARBAGE_CASES)
+def test_garbage_in_observed_resources_is_read_as_absent(
+    settled: InProcessFleet, kind: str, garbage: Any, field: str
+) -> None:
+    """Every observed resource's ``field`` replaced by garbage: no internal error, no fatal."""
+    world = [*settled.xrs.values(), *settled.secrets]
+    for key in keys_of(settled, kind):
+        observed = {
+            name: {**obj, field: copy.deepcopy(garbage)}
+            for name, obj in settled.composed[key].items()
+        }
+        answered = answer(settled, key, observed, world)
+        assert not [m for m in answered.fatal if m.startswith(INTERNAL_ERROR)]
+        assert answered.fatal == []
+
+
+@pytest.mark.parametrize("kind", ["InferenceCluster", "InferenceGateway", "ModelEndpoint"])
+def test_a_model_service_refuses_an_object_listed_twice(settled: InProcessFleet, kind: str) -> None:
+    """Order-independent by refusal: the fatal names the object listed twice."""
+    (key,) = [k for k in settled.xrs if k == ("ModelService", "team-a", "chat")]
+    twin = next(copy.deepcopy(xr) for k, xr in sorted(settled.xrs.items()) if k[0] == kind)
+    twin["status"] = {}
+    world = [*settled.xrs.values(), twin, *settled.secrets]
+    answered = answer(settled, key, settled.composed[key], world)
+    name = twin["metadata"]["name"]
+    assert len(answered.fatal) == 1
+    assert f"{name} appears more than once" in answered.fatal[0]
