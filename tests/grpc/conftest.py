@@ -7,7 +7,7 @@ import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import pki, render
-from tests.hardening.harness import SCRIPTS, InProcessFleet
+from tests.hardening.harness import SCRIPTS, settle
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,7 @@ def fleet_requests() -> dict[str, list[fnv1.RunFunctionRequest]]:
     Real requests (observed resources, resolved requirements, Secrets among
     them), from walking examples/fleet in process.
     """
-    fleet = InProcessFleet.load(render.EXAMPLES / "fleet")
-    fleet.converge()
+    fleet = settle(render.EXAMPLES / "fleet")
     found: dict[str, list[fnv1.RunFunctionRequest]] = {name: [] for name in SCRIPTS.values()}
     for answered in fleet.calls:
         kind = answered.req.observed.composite.resource.fields["kind"].string_value

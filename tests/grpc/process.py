@@ -74,8 +74,8 @@ def raw_call(
     """Send ``data`` as the request; the response's bytes exactly as they came."""
     call = channel.unary_unary(
         method,
-        request_serializer=lambda b: b,  # type: ignore[arg-type,return-value]
-        response_deserializer=lambda b: b,  # type: ignore[arg-type,return-value]
+        request_serializer=lambda b: b,
+        response_deserializer=lambda b: b,
     )
     out: bytes = call(data, timeout=timeout)
     return out

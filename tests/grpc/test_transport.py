@@ -53,7 +53,8 @@ def _varint(n: int) -> bytes:
 
 
 def truncated(reqs: Requests, name: str) -> bytes:
-    return reqs[name][0].SerializeToString()[:-3]
+    data: bytes = reqs[name][0].SerializeToString()
+    return data[:-3]
 
 
 BAD_REQUESTS: dict[str, tuple[Callable[[Requests, str], bytes], grpc.StatusCode]] = {

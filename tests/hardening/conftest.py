@@ -7,7 +7,7 @@ import pytest
 import structlog
 
 from e2e import render
-from tests.hardening.harness import InProcessFleet
+from tests.hardening.harness import InProcessFleet, settle
 
 LOGGED: list[str] = []
 
@@ -29,6 +29,4 @@ def captured_logs() -> Iterator[list[str]]:
 @pytest.fixture(scope="session")
 def settled() -> InProcessFleet:
     """The example fleet (examples/fleet), walked in process until it settled."""
-    fleet = InProcessFleet.load(render.EXAMPLES / "fleet")
-    fleet.converge()
-    return fleet
+    return settle(render.EXAMPLES / "fleet")

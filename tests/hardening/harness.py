@@ -17,6 +17,7 @@ import importlib
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crossplane.function import resource
@@ -307,6 +308,7 @@ CONDITION_STATUS = {
 }
 
 
+@dataclass
 class InProcessFleet(Fleet):
     """``e2e.fleet.Fleet`` with each XR answered in process instead of by ``crossplane render``.
 
@@ -316,17 +318,25 @@ class InProcessFleet(Fleet):
     prints it. Fast enough to settle a fleet per test.
     """
 
-    calls: list[Call]
+    calls: list[Call] = field(default_factory=list)  # every answer, in order
 
     def render_one(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> list[Obj]:
         hidden = set(unavailable)
         world = [xr for k, xr in sorted(self.xrs.items()) if k not in hidden] + self.secrets
         xr = self.xrs[key]
         answered = reconcile(composer(key[0]), xr, world, dict(self.composed.get(key, {})))
-        self.__dict__.setdefault("calls", []).append(answered)
+        self.calls.append(answered)
         if answered.fatal:
             raise RuntimeError(f"{key}: {answered.fatal}")
         return rendered(xr, answered)
+
+
+def settle(folder: Path) -> InProcessFleet:
+    """The fleet in ``folder`` (an examples/fleet-like folder), walked until it settled."""
+    fleet = InProcessFleet.load(folder)
+    assert isinstance(fleet, InProcessFleet)
+    fleet.converge()
+    return fleet
 
 
 def rendered(xr: Obj, answered: Call) -> list[Obj]:
