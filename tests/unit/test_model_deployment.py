@@ -116,6 +116,16 @@ def remote_status(manifest: dict[str, Any], ready_replicas: int | None) -> dict[
             "availableReplicas": n,
             "conditions": [{"type": "Available", "status": str(available), "reason": "r"}],
         }
+    # Upstream kinds report for the whole workload, not per replica.
+    serving = ready_replicas is None or ready_replicas > 0
+    if kind == "Workspace":
+        return {
+            "conditions": [{"type": "WorkspaceSucceeded", "status": str(serving), "reason": "r"}]
+        }
+    if kind == "RayService":
+        return {"conditions": [{"type": "Ready", "status": str(serving), "reason": "r"}]}
+    if kind == "DynamoGraphDeployment":
+        return {"state": "successful" if serving else "pending"}
     if kind in ("HTTPRoute", "InferencePool"):
         accepted = [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
         return {"parents": [{"parentRef": {"name": "gw"}, "conditions": accepted}]}
@@ -431,32 +441,39 @@ CONDITIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]], tuple[str, str
         "2 of 3 replicas placed (a=2); 1 could not be placed: a: 0 of 8 GPUs free",
     ),
     (
-        "engine unset",
+        "engine unset: the preferred one the named provider runs",
         deployment(engine={"args": ARGS}),
         [EU],
-        ("False", "EngineRequired"),
-        "spec.engine.type is unset",
+        ("True", "AllReplicasPlaced"),
+        "2 of 2 replicas placed",
     ),
     (
-        "provider unset",
+        "provider unset and only explicit-only providers installed",
         deployment(provider={}),
         [EU],
-        ("False", "ProviderRequired"),
-        "spec.provider.name is unset",
+        ("False", "NoCandidateProvider"),
+        "Direct: has no selection rules",
     ),
     (
-        "provider not rendered yet",
+        "provider named but installed nowhere",
         deployment(provider={"name": "KAITO"}),
         [EU],
-        ("False", "ProviderUnavailable"),
-        "provider KAITO cannot be rendered",
+        ("False", "NoCandidateClusters"),
+        "eu-west: provider KAITO not installed",
     ),
     (
         "provider cannot serve a CPU model",
         deployment(provider={"name": "LLMD"}, resources={}),
         [EU],
         ("False", "ProviderCannotServe"),
-        "provider LLMD does not run CPU models",
+        "provider LLMD does not run vllm on CPU",
+    ),
+    (
+        "provider cannot serve disaggregated",
+        deployment(provider={"name": "LLMD"}, servingMode="Disaggregated"),
+        [EU],
+        ("False", "ProviderCannotServe"),
+        "provider LLMD does not run vllm in servingMode Disaggregated",
     ),
     (
         "scaled to zero",
@@ -498,7 +515,11 @@ def test_sticky_choice_survives_unsetting_the_field() -> None:
 HOLDS: list[tuple[str, dict[str, Any], Any]] = [
     ("clusters not looked up yet", deployment(), {"deployments": []}),
     ("deployments not looked up yet", deployment(), {"clusters": [EU, US]}),
-    ("provider not rendered", deployment(provider={"name": "KAITO"}), required(EU, US)),
+    (
+        "an override is refused",
+        deployment(provider={"name": "Direct", "overrides": {"spec": {"replicas": 9}}}),
+        required(EU, US),
+    ),
 ]
 
 
@@ -543,10 +564,23 @@ def test_requirements_are_every_cluster_and_every_deployment() -> None:
         assert dict(selector.match_labels.labels) == {}
 
 
-def test_same_inputs_give_byte_identical_output() -> None:
-    clusters = [cluster(f"c{i}", gpus=i % 4) for i in range(12)]
-    xr = deployment(replicas=7, status=placements(("c3", 1), ("c5", 2)))
+SELECTED = [
+    ("Direct, named", {}),
+    ("selected: Dynamo", {"provider": {}, "engine": {"args": ARGS}}),
+    ("selected: KubeRay", {"provider": {}, "resources": {"gpu": {"count": 2}}}),
+    ("selected: KAITO", {"provider": {}, "engine": {}, "resources": {}}),
+    ("Dynamo, disaggregated", {"provider": {"name": "Dynamo"}, "servingMode": "Disaggregated"}),
+]
+
+
+@pytest.mark.parametrize("spec", [c[1] for c in SELECTED], ids=[c[0] for c in SELECTED])
+def test_same_inputs_give_byte_identical_output(spec: dict[str, Any]) -> None:
+    every = ("Direct", "LLMD", "KAITO", "Dynamo", "KubeRay")
+    clusters = [cluster(f"c{i}", gpus=i % 4, providers=every) for i in range(12)]
+    xr = deployment(replicas=7, status=placements(("c3", 1), ("c5", 2)), **spec)
     first = step(xr, clusters)
+    assert first.fatal == []
+    assert first.desired, "something to compare"
     shuffled = clusters[:]
     random.Random(7).shuffle(shuffled)
     again = step(xr, shuffled)
@@ -573,6 +607,10 @@ MALFORMED: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
     ("cluster listed twice", deployment(), [EU, EU], "InferenceCluster eu-west: metadata.name"),
     ("namespace missing", {**deployment(), "metadata": {"name": NAME}}, [EU], "metadata.namespace"),
     ("unicode name", deployment(name="grün"), [EU], ""),
+    ("overrides not an object", deployment(provider={"name": "Direct", "overrides": ["x"]}), [EU],
+     "spec.provider.overrides"),
+    ("serving mode unknown", deployment(servingMode="Split"), [EU], "spec.servingMode"),
+    ("provider unknown", deployment(provider={"name": "Triton"}), [EU], "spec.provider.name"),
 ]  # fmt: skip
 
 

@@ -4,21 +4,37 @@ Each later pass of a walk must observe exactly what the pass before it
 composes (as ``observe`` turns desired into observed state) and carry the
 status it wrote, and every ``expect.yaml`` must agree with the function run
 in-process, so a change to the function cannot silently leave them stale.
+
+The experimental (Dynamo) examples hold ``xr.experimental.yaml`` instead of
+``xr.yaml``: the generic example test validates against the pinned CRD set
+only, which has no Dynamo CRD. They are rendered through the real Crossplane
+CLI here instead, and validated with the schema written from Dynamo's Go
+types (``test_model_deployment_renderers.dynamo_crd``).
 """
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from e2e import functions, render, validate
 from fleetgate.model_deployment.composer import compose
 from tests.support import Outcome, request, run
 from tests.unit.test_model_deployment import observe
+from tests.unit.test_model_deployment_renderers import dynamo_schema
+from tests.unit.test_model_deployment_selection import CATALOG_CRD
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-deployment"
 NAME_ANNOTATION = "crossplane.io/composition-resource-name"
-FOLDERS = sorted(p.parent for p in EXAMPLES.rglob("xr.yaml"))
+EXPERIMENTAL_XR = "xr.experimental.yaml"
+EXPERIMENTAL = sorted(p.parent for p in EXAMPLES.rglob(EXPERIMENTAL_XR))
+FOLDERS = sorted([*(p.parent for p in EXAMPLES.rglob("xr.yaml")), *EXPERIMENTAL])
+
+
+def xr_file(folder: Path) -> Path:
+    return folder / ("xr.yaml" if (folder / "xr.yaml").exists() else EXPERIMENTAL_XR)
 
 
 def docs(path: Path) -> list[dict[str, Any]]:
@@ -46,7 +62,7 @@ def reconcile(folder: Path) -> Outcome:
     observed = {
         d["metadata"]["annotations"][NAME_ANNOTATION]: d for d in docs(folder / "observed.yaml")
     }
-    xr = yaml.safe_load((folder / "xr.yaml").read_text())
+    xr = yaml.safe_load(xr_file(folder).read_text())
     return run(compose, request(xr, required=required, observed=observed))
 
 
@@ -56,6 +72,8 @@ PASSES = [
     ("llmd-inference-pool/1-placed", "llmd-inference-pool/2-serving"),
     ("scale/1-two-replicas", "scale/2-up-to-five"),
     ("scale/2-up-to-five", "scale/3-down-to-one"),
+    ("auto-cpu-kaito/1-placed", "auto-cpu-kaito/2-serving"),
+    ("auto-multi-gpu-kuberay/1-placed", "auto-multi-gpu-kuberay/2-serving"),
 ]
 
 
@@ -90,3 +108,57 @@ def test_each_example_says_what_it_shows(folder: Path) -> None:
         for o in out.desired.values()
     ]
     assert sorted(kinds) == sorted(expect["composed"])
+
+
+def test_the_incompatible_upstream_example_is_pass_one_refused() -> None:
+    """Its observed state is the KubeRay walk's first pass with the RayService refused."""
+    before = reconcile(EXAMPLES / "auto-multi-gpu-kuberay/1-placed")
+    folder = EXAMPLES / "incompatible-upstream"
+    observed = {
+        d["metadata"]["annotations"][NAME_ANNOTATION]: d for d in docs(folder / "observed.yaml")
+    }
+    healthy = whole(observe(before.desired))
+    assert observed.keys() == healthy.keys()
+    differs = [k for k in observed if observed[k] != healthy[k]]
+    assert len(differs) == 1
+    assert differs[0].endswith("-rayservice")
+    assert observed[differs[0]]["spec"] == healthy[differs[0]]["spec"]
+
+
+@pytest.fixture(scope="module")
+def experimental_rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, list[Any]]:
+    """Each experimental example through the real ``crossplane render``, functions as processes."""
+    rendered = {}
+    with functions.running(["compose-model-deployment"]):
+        for folder in EXPERIMENTAL:
+            copy = tmp_path_factory.mktemp(folder.name)
+            for source in folder.glob("*.yaml"):
+                shutil.copy(
+                    source, copy / ("xr.yaml" if source.name == EXPERIMENTAL_XR else source.name)
+                )
+            rendered[folder] = render.render(render.Example(copy))
+    return rendered
+
+
+def test_there_are_experimental_examples() -> None:
+    assert {f.name for f in EXPERIMENTAL} == {"one-gpu-dynamo", "disaggregated-dynamo"}
+
+
+@pytest.mark.parametrize("folder", EXPERIMENTAL, ids=lambda p: p.name)
+def test_experimental_examples_render_and_validate(
+    folder: Path, experimental_rendered: dict[Path, list[Any]], tmp_path: Path
+) -> None:
+    xr, composed, _ = render.split(experimental_rendered[folder])
+    expect = yaml.safe_load((folder / "expect.yaml").read_text())
+    conditions = {c["type"]: c for c in xr.get("status", {}).get("conditions", [])}
+    for type_, want in expect["conditions"].items():
+        assert {k: conditions[type_].get(k) for k in want} == want
+    kinds = sorted(
+        o["spec"]["forProvider"]["manifest"]["kind"] if o["kind"] == "Object" else o["kind"]
+        for o in composed
+    )
+    assert kinds == sorted(expect["composed"])
+    assert "DynamoGraphDeployment" in kinds
+    xrds = sorted({t.xrd for t in render.xr_types().values()})
+    schemas = [*xrds, dynamo_schema(tmp_path), CATALOG_CRD]
+    assert validate.validate([xr, *composed], extra_schema_files=schemas) == []

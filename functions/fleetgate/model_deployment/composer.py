@@ -2,22 +2,28 @@
 
 The steps, in order:
 
-1. read the deployment and what it recorded last time (its placements);
+1. read the deployment, what it recorded last time (its choice and its
+   placements) and the Composition's provider catalog;
 2. require every InferenceCluster and every ModelDeployment (for the GPUs
    other deployments use);
-3. choose the engine and the serving provider;
-4. resolve the engine: served model name first in its env, its port;
-5. place the replicas on clusters;
-6. per placed cluster: the provider's workload and an HTTPRoute on the
+3. choose the engine and the serving provider (given, recorded, or selected
+   by the catalog's rules among the providers the candidate clusters run);
+4. check ``spec.provider.overrides`` (deny-list, the provider's roots, strict
+   decoding);
+5. resolve the engine: served model name first in its env, image, port;
+6. place the replicas on clusters;
+7. per placed cluster: the provider's workload and an HTTPRoute on the
    cluster gateway, and, once that serves, a ModelEndpoint on the control
    plane;
-7. report: status (placements, replicas), Scheduled, ReplicasReady, readiness.
+8. report: status (choice, placements, replicas), Scheduled, ReplicasReady
+   (``IncompatibleUpstream`` when a cluster's API server refused a field),
+   readiness.
 
-Whatever stops a step (a lookup not answered yet, no runnable choice) keeps
-everything composed before as it was, and says why.
+Whatever stops a step (a lookup not answered yet, no runnable choice, a
+refused override) keeps everything composed before as it was, and says why.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fleetgate.core import names
 from fleetgate.core.constants import (
@@ -30,10 +36,20 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
-from fleetgate.core.observed import is_ready
-from fleetgate.model_deployment import endpoints, engine, fleet, naming, placement, routing
+from fleetgate.core.observed import is_ready, remote_manifest
+from fleetgate.model_deployment import (
+    catalog,
+    endpoints,
+    engine,
+    fleet,
+    naming,
+    overrides,
+    placement,
+    routing,
+    upstream,
+)
 from fleetgate.model_deployment.providers import PROVIDERS
-from fleetgate.model_deployment.providers.base import EngineRun, Provider, RemotePart, Workload
+from fleetgate.model_deployment.providers.base import Provider, RemotePart, Workload
 from fleetgate.model_deployment.selection import Choice, Unchosen, choose
 from fleetgate.model_deployment.state import DeploymentStatus, gpus_used_by_peers, own_status
 
@@ -41,6 +57,7 @@ CLUSTERS = "clusters"
 DEPLOYMENTS = "deployments"
 SCHEDULED = "Scheduled"
 REPLICAS_READY = "ReplicasReady"
+INCOMPATIBLE = "IncompatibleUpstream"
 ROUTE_PART = "route"
 ENDPOINT_PART = "endpoint"
 WAITING = Unchosen(
@@ -57,53 +74,104 @@ class Placed:
     ready: int  # engine replicas ready
     waiting: tuple[str, ...]  # what keeps its endpoint back, empty when published
     endpoint_ready: bool
+    refused: tuple[str, ...] = ()  # objects the cluster's API server refused a field of
+    notes: tuple[str, ...] = ()  # how the provider took the spec
 
 
 def compose(rec: Reconcile) -> None:
     md = rec.composite(ModelDeployment)
     namespace, name = _identity(md)
     previous = own_status(rec.observed_composite)
-    served = engine.served_model_name(namespace, name)
-    rec.set_status(servedModelName=served)
+    rec.set_status(servedModelName=engine.served_model_name(namespace, name))
+    offered = catalog.load(rec, PROVIDERS)
 
-    clusters = rec.require_all(
-        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
-    )
-    peers = rec.require(DEPLOYMENTS, Selector(API_VERSION, "ModelDeployment"))
+    found = _fleet(rec, md)
+    if found is None:
+        _hold(rec, md, previous, WAITING)
+        return
+    by_name, views = found
 
-    choice = choose(md.spec, previous, PROVIDERS)
+    selection = choose(md.spec, previous, offered, placement.installed(views, _request(md)))
+    for problem in selection.rule_errors:
+        rec.warning(problem, "SelectionRuleError")
+    choice = selection.outcome
     if isinstance(choice, Unchosen):
         _hold(rec, md, previous, choice)
         return
-    if clusters is None or peers is None:
-        _hold(rec, md, previous, WAITING)
+    provider = PROVIDERS[choice.provider]
+
+    shape = _workload(rec, md, choice, provider)
+    if isinstance(shape, Unchosen):
+        _hold(rec, md, previous, shape)
         return
     rec.set_status(
         engine={"type": choice.engine, "selectedReason": choice.engine_reason},
         provider={"name": choice.provider, "selectedReason": choice.provider_reason},
     )
 
-    for warning in engine.served_name_warnings(md.spec.engine):
-        rec.warning(warning, "ServedModelName")
-    run = engine.resolve(md.spec.engine, choice.engine, served)
+    plan = placement.place(
+        _request(md, choice), views, [(p.cluster, p.replicas) for p in previous.placements]
+    )
+    placed = [
+        _compose_cluster(rec, md=md, cluster=by_name[c], provider=provider, shape=shape, replicas=n)
+        for c, n in plan.placements
+    ]
+    _report(rec, md, plan, placed)
 
+
+def _fleet(
+    rec: Reconcile, md: ModelDeployment
+) -> tuple[dict[str, InferenceCluster], list[placement.ClusterView]] | None:
+    """Every cluster by name, and as placement sees it; None until Crossplane looked them up."""
+    clusters = rec.require_all(
+        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
+    )
+    peers = rec.require(DEPLOYMENTS, Selector(API_VERSION, "ModelDeployment"))
+    if clusters is None or peers is None:
+        return None
+    namespace, name = _identity(md)
     used, unreadable = gpus_used_by_peers(peers, namespace, name)
     for problem in unreadable:
         rec.warning(f"GPU use of {problem}", "PeerUnreadable")
     by_name = fleet.by_name(clusters)
-    views = [fleet.view(c, used.get(n, 0)) for n, c in by_name.items()]
-    plan = placement.place(
-        _request(md, choice), views, [(p.cluster, p.replicas) for p in previous.placements]
-    )
+    return by_name, [fleet.view(c, used.get(n, 0)) for n, c in by_name.items()]
 
-    provider = PROVIDERS[choice.provider]
-    placed = [
-        _compose_cluster(
-            rec, md=md, cluster=by_name[cluster], provider=provider, run=run, replicas=replicas
-        )
-        for cluster, replicas in plan.placements
-    ]
-    _report(rec, md, plan, placed)
+
+def _workload(
+    rec: Reconcile, md: ModelDeployment, choice: Choice, provider: Provider
+) -> Workload | Unchosen:
+    """The deployment as the provider will run it (replicas: the fleet's), or why it cannot."""
+    decoded = overrides.check(
+        md.spec.provider.overrides,
+        provider,
+        choice.engine,
+        md.spec.serving_mode,
+        provider.sizing_paths,
+    )
+    if isinstance(decoded, list):
+        return Unchosen("OverrideRejected", overrides.summary(decoded))
+    if not provider.starts_engine:
+        for warning in engine.served_name_warnings(md.spec.engine):
+            rec.warning(warning, "ServedModelName")
+    namespace, name = _identity(md)
+    served = engine.served_model_name(namespace, name)
+    image = provider.default_image(choice.engine)
+    shape = Workload(
+        name=naming.workload(namespace, name),
+        namespace=SYSTEM_NAMESPACE,
+        labels=_remote_labels(namespace, name),
+        engine=engine.resolve(md.spec.engine, choice.engine, served, image),
+        gpus=md.spec.resources.gpu.count or 0,
+        replicas=md.spec.replicas,
+        model=md.spec.model.name,
+        served=served,
+        mode=md.spec.serving_mode,
+        overrides=decoded,
+    )
+    unfit = provider.check(shape)
+    if unfit is not None:
+        return Unchosen("ProviderCannotServe", f"provider {provider.name} {unfit}")
+    return shape
 
 
 def _identity(md: ModelDeployment) -> tuple[str, str]:
@@ -114,12 +182,13 @@ def _identity(md: ModelDeployment) -> tuple[str, str]:
     return md.metadata.namespace, md.metadata.name
 
 
-def _request(md: ModelDeployment, choice: Choice) -> placement.Request:
+def _request(md: ModelDeployment, choice: Choice | None = None) -> placement.Request:
+    """What placement needs; without a choice, for finding where providers are installed."""
     return placement.Request(
         replicas=md.spec.replicas,
-        gpus=md.spec.resources.gpu.count or 0,
+        gpus=placement.gpus_per_replica(md.spec.resources.gpu.count or 0, md.spec.serving_mode),
         gpu_type=md.spec.resources.gpu.type,
-        provider=choice.provider,
+        provider=choice.provider if choice else "",
         selector=md.spec.placement.cluster_selector.match_labels,
     )
 
@@ -138,28 +207,22 @@ def _compose_cluster(
     md: ModelDeployment,
     cluster: InferenceCluster,
     provider: Provider,
-    run: EngineRun,
+    shape: Workload,
     replicas: int,
 ) -> Placed:
     """The workload and route on ``cluster``; its ModelEndpoint once they serve."""
     namespace, name = _identity(md)
     cluster_name = cluster.metadata.name
-    workload = Workload(
-        name=naming.workload(namespace, name),
-        namespace=SYSTEM_NAMESPACE,
-        labels=_remote_labels(namespace, name),
-        engine=run,
-        gpus=md.spec.resources.gpu.count or 0,
-        replicas=replicas,
-    )
+    workload = replace(shape, replicas=replicas)
     rendered = provider.render(workload)
     route = routing.http_route(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref
     )
     parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
     observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
-    ready = min(provider.ready_replicas(observed), replicas)
+    ready = min(provider.ready_replicas(observed, replicas), replicas)
     endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
+    refused = _refused(cluster_name, parts, observed)
 
     provider_config = cluster.status.provider_config_ref.name
     if not provider_config:
@@ -171,6 +234,8 @@ def _compose_cluster(
             ready,
             ("the cluster's providerConfigRef",),
             endpoint_key in kept and is_ready(rec.observed(endpoint_key)),
+            refused,
+            rendered.notes,
         )
 
     for part in parts:
@@ -192,7 +257,7 @@ def _compose_cluster(
         waiting.insert(0, f"cluster {closed}")
     hostname = cluster.status.gateway.hostname
     if waiting or not hostname:
-        return Placed(cluster_name, replicas, ready, tuple(waiting), endpoint_ready=False)
+        return Placed(cluster_name, replicas, ready, tuple(waiting), False, refused, rendered.notes)
 
     labels = endpoints.endpoint_labels(
         md.spec.template.metadata.labels,
@@ -210,7 +275,20 @@ def _compose_cluster(
     )
     endpoint_ready = is_ready(rec.observed(endpoint_key))
     rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
-    return Placed(cluster_name, replicas, ready, (), endpoint_ready)
+    return Placed(cluster_name, replicas, ready, (), endpoint_ready, refused, rendered.notes)
+
+
+def _refused(
+    cluster: str, parts: tuple[RemotePart, ...], observed: dict[str, dict[str, object] | None]
+) -> tuple[str, ...]:
+    """The cluster's refusals of fields Fleetgate writes, one sentence per object."""
+    found = []
+    for part in parts:
+        fields = upstream.refused_fields(observed[part.part])
+        if fields is not None:
+            remote = remote_manifest(observed[part.part]) or part.manifest
+            found.append(upstream.describe(cluster, remote, fields))
+    return tuple(found)
 
 
 def _keep_cluster(rec: Reconcile, cluster: str) -> set[str]:
@@ -243,6 +321,8 @@ def _report(
         placements=[{"cluster": c, "replicas": n} for c, n in plan.placements],
         replicas={"desired": desired, "ready": ready},
     )
+    for note in sorted({n for p in placed for n in p.notes}):
+        rec.warning(note, "EngineArgs")
     for cluster, replicas, why in plan.released:
         rec.warning(f"{replicas} replica(s) moved off cluster {cluster}: {why}", "Released")
 
@@ -267,7 +347,14 @@ def _report(
             f"ModelEndpoint for cluster {p.cluster} withheld: waiting for {', '.join(p.waiting)}",
             "EndpointWithheld",
         )
-    if ready == desired and not withheld:
+    refused = [r for p in placed for r in p.refused]
+    if refused:
+        # Crossplane owns the XR's Ready condition (the XR is set not ready
+        # below); this condition is the function's and carries the reason.
+        message = "; ".join(refused)
+        rec.condition(REPLICAS_READY, "False", INCOMPATIBLE, message)
+        rec.warning(message, INCOMPATIBLE)
+    elif ready == desired and not withheld:
         rec.condition(
             REPLICAS_READY,
             "True",
@@ -283,7 +370,8 @@ def _report(
             f"{ready} of {desired} replicas ready" + (f"; waiting on {waits}" if waits else ""),
         )
     rec.set_ready(
-        plan.unplaced == 0
+        not refused
+        and plan.unplaced == 0
         and ready == desired
         and all(not p.waiting and p.endpoint_ready for p in placed)
     )

@@ -36,3 +36,16 @@ def resource_prefix(cluster: str) -> str:
 def resource(cluster: str, part: str) -> str:
     """The composition resource name of ``part`` (engine, route, endpoint, …) on ``cluster``."""
     return f"{resource_prefix(cluster)}{part}"
+
+
+def fitted(label: str, limit: int) -> str:
+    """``label`` cut to ``limit`` characters, still unique: a cut label gains a hash of the whole.
+
+    For upstream operators that derive longer names from the one given (a
+    Dynamo component's Deployment is ``<graph>-<component>``, a RayCluster's
+    head Service ``<cluster>-head-svc``), which must stay DNS labels.
+    """
+    if len(label) <= limit:
+        return label
+    suffix = names.digest(label)
+    return f"{label[: limit - len(suffix) - 1].rstrip('-')}-{suffix}"

@@ -64,12 +64,20 @@ class Plan:
         return sum(n for _, n in self.placements)
 
 
-def unfit(cluster: ClusterView, req: Request) -> str | None:
-    """Why ``cluster`` can never hold a replica of ``req``, whatever its state; None if it can."""
+def gpus_per_replica(gpus: int, mode: str) -> int:
+    """GPUs one replica takes: a disaggregated replica is a prefill and a decode engine."""
+    return gpus * 2 if mode == "Disaggregated" else gpus
+
+
+def unfit(cluster: ClusterView, req: Request, *, provider: bool = True) -> str | None:
+    """Why ``cluster`` can never hold a replica of ``req``, whatever its state; None if it can.
+
+    ``provider=False`` leaves the provider out (for choosing one).
+    """
     missing = {k: v for k, v in req.selector.items() if cluster.labels.get(k) != v}
     if missing:
         return "does not match spec.placement.clusterSelector"
-    if req.provider not in cluster.providers:
+    if provider and req.provider not in cluster.providers:
         return f"provider {req.provider} not installed"
     if req.gpus > 0:
         if req.gpu_type is not None and cluster.gpu_type != req.gpu_type:
@@ -88,6 +96,16 @@ def closed(cluster: ClusterView) -> str | None:
     if not cluster.hostname:
         return "no gateway hostname published"
     return None
+
+
+def installed(clusters: Iterable[ClusterView], req: Request) -> frozenset[str]:
+    """Providers installed on some candidate cluster: open now, fit for ``req`` but its provider."""
+    return frozenset(
+        p
+        for c in clusters
+        if closed(c) is None and unfit(c, req, provider=False) is None
+        for p in c.providers
+    )
 
 
 def retained(

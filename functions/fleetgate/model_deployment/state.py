@@ -18,6 +18,7 @@ from fleetgate.core.models import (
     ServingProvider,
     parse,
 )
+from fleetgate.model_deployment.placement import gpus_per_replica
 
 Replicas = Annotated[int, Field(ge=0, le=1024)]
 
@@ -68,6 +69,7 @@ class _Resources(Model):
 
 class _PeerSpec(Model):
     resources: _Resources = _Resources()
+    serving_mode: str = "Aggregated"
 
 
 class _PeerStatus(Model):
@@ -99,7 +101,7 @@ def gpus_used_by_peers(
             continue
         if (peer.metadata.namespace, peer.metadata.name) == (namespace, name):
             continue
-        per_replica = peer.spec.resources.gpu.count or 0
+        per_replica = gpus_per_replica(peer.spec.resources.gpu.count or 0, peer.spec.serving_mode)
         for entry in peer.status.placements:
             used[entry.cluster] = used.get(entry.cluster, 0) + entry.replicas * per_replica
     return used, sorted(problems)

@@ -3,13 +3,20 @@
 A provider turns a ``Workload`` (the deployment's share on one cluster, with
 its engine resolved) into the remote objects that run it, names the backend
 the cluster gateway's HTTPRoute sends traffic to, and reads back how many
-replicas are ready. Everything around that (placement, the route, the
-ModelEndpoint, status) is the same for every provider and lives outside.
+replicas are ready. Everything around that (selection, placement, the route,
+the ModelEndpoint, status) is the same for every provider and lives outside.
+
+A provider also declares what it *can* render (``capability``: the ceiling a
+Composition's provider catalog may offer, never exceed) and how it takes
+``spec.provider.overrides`` (``overrides``: a strict model whose fields are
+the root keys it accepts).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
 
 from fleetgate.core import names
 from fleetgate.core.models import EngineType, ServingProvider
@@ -19,6 +26,9 @@ ServingMode = Literal["Aggregated", "Disaggregated"]
 
 # Selects one workload's pods; its value is unique per (namespace, deployment).
 WORKLOAD_LABEL = "fleetgate.dev/workload"
+
+# Engines in the order selection prefers them (api.md).
+ENGINE_PREFERENCE: tuple[EngineType, ...] = ("vllm", "sglang", "trtllm", "llamacpp")
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,12 @@ class Workload:
     namespace: str  # on the workload cluster (every deployment shares it)
     labels: Mapping[str, str]  # stamped on every remote object and pod
     engine: EngineRun
-    gpus: int  # per replica; 0 runs on CPU
+    gpus: int  # per engine process (per replica, or per prefill/decode worker); 0 runs on CPU
     replicas: int
+    model: str = ""  # spec.model.name, for providers that start the engine themselves
+    served: str = ""  # the served model name, <namespace>/<name>
+    mode: ServingMode = "Aggregated"
+    overrides: BaseModel | None = None  # the provider's decoded spec.provider.overrides
 
     @property
     def selector(self) -> dict[str, str]:
@@ -77,38 +91,100 @@ class RemotePart:
 class Rendered:
     parts: tuple[RemotePart, ...]
     backend_ref: Manifest  # an HTTPRoute backendRef to what serves the engine
+    notes: tuple[str, ...] = ()  # what the user should know about how the spec was taken
 
 
 @dataclass(frozen=True)
-class Capability:
-    """What a provider can run: data, so selection (and part 2's catalog) can reason on it."""
+class EngineSupport:
+    """How one engine can run: on GPUs, on CPUs, in which serving modes."""
 
-    engines: frozenset[EngineType]
     gpu: bool
     cpu: bool
     modes: frozenset[ServingMode]
 
+
+@dataclass(frozen=True)
+class Capability:
+    """What a provider runs, engine by engine: data, so selection can reason on it."""
+
+    engines: Mapping[EngineType, EngineSupport] = field(default_factory=dict)
+
     def refuses(self, engine: EngineType, gpus: int, mode: ServingMode) -> str | None:
         """Why this provider cannot run ``engine`` with ``gpus`` per replica in ``mode``."""
-        if engine not in self.engines:
-            return f"does not run engine {engine} (runs {', '.join(sorted(self.engines))})"
-        if gpus > 0 and not self.gpu:
-            return "does not run GPU models"
-        if gpus == 0 and not self.cpu:
-            return "does not run CPU models (set spec.resources.gpu.count)"
-        if mode not in self.modes:
-            return f"does not support servingMode {mode}"
+        support = self.engines.get(engine)
+        if support is None:
+            offered = ", ".join(e for e in ENGINE_PREFERENCE if e in self.engines) or "none"
+            return f"does not run engine {engine} (runs {offered})"
+        if gpus > 0 and not support.gpu:
+            return f"does not run {engine} on GPUs"
+        if gpus == 0 and not support.cpu:
+            return f"does not run {engine} on CPU (set spec.resources.gpu.count)"
+        if mode not in support.modes:
+            return f"does not run {engine} in servingMode {mode}"
+        return None
+
+    def exceeds(self, ceiling: "Capability") -> list[str]:
+        """What this capability claims beyond ``ceiling`` (empty when it fits)."""
+        beyond = []
+        for engine, support in sorted(self.engines.items()):
+            top = ceiling.engines.get(engine)
+            if top is None:
+                beyond.append(f"engine {engine}")
+                continue
+            if support.gpu and not top.gpu:
+                beyond.append(f"{engine} on GPUs")
+            if support.cpu and not top.cpu:
+                beyond.append(f"{engine} on CPU")
+            beyond += [f"{engine} in {m}" for m in sorted(support.modes - top.modes)]
+        return beyond
+
+
+def support(*, gpu: bool = True, cpu: bool = False, disaggregated: bool = False) -> EngineSupport:
+    modes: frozenset[ServingMode] = frozenset(
+        ("Aggregated", "Disaggregated") if disaggregated else ("Aggregated",)
+    )
+    return EngineSupport(gpu=gpu, cpu=cpu, modes=modes)
+
+
+class Renderer:
+    """What most providers share; each provider states only what differs."""
+
+    starts_engine: bool = True
+    sizing_paths: frozenset[str] = frozenset()
+
+    def default_image(self, engine: EngineType) -> str | None:
+        return None
+
+    def check(self, workload: Workload) -> str | None:
         return None
 
 
 class Provider(Protocol):
     name: ServingProvider
     capability: Capability
+    # Root keys of spec.provider.overrides, decoded strictly (unknown keys at
+    # any depth are errors). An empty model accepts no overrides.
+    overrides: type[BaseModel]
+    # Whether the provider starts the engine itself from spec.model.name and the
+    # served model name (KAITO, Dynamo, KubeRay) rather than running the user's
+    # command line as written (Direct, LLMD).
+    starts_engine: bool
+    # Override paths (dotted, below the root) that size the workload in this
+    # provider's own terms: refused like the sizing keys every provider refuses.
+    sizing_paths: frozenset[str]
+
+    def default_image(self, engine: EngineType) -> str | None:
+        """The image for ``engine`` when the user names none; None: the engine's own."""
+        ...
+
+    def check(self, workload: Workload) -> str | None:
+        """Why this provider cannot run ``workload`` as given; None when it can."""
+        ...
 
     def render(self, workload: Workload) -> Rendered:
         """The remote objects running ``workload`` and the backend the route targets."""
         ...
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None]) -> int:
+    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
         """Engine replicas ready, from the remote objects as observed (keyed by part)."""
         ...

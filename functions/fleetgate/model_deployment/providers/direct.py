@@ -2,6 +2,8 @@
 
 from collections.abc import Mapping
 
+from pydantic import BaseModel
+
 from fleetgate.core.models import ServingProvider
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
@@ -9,18 +11,19 @@ from fleetgate.model_deployment.providers.base import (
     Manifest,
     RemotePart,
     Rendered,
+    Renderer,
     Workload,
+    support,
 )
 
 
-class Direct:
+class Direct(Renderer):
     name: ServingProvider = "Direct"
     capability = Capability(
-        engines=frozenset({"vllm", "sglang", "trtllm", "llamacpp"}),
-        gpu=True,
-        cpu=True,
-        modes=frozenset({"Aggregated"}),
+        {e: support(gpu=True, cpu=True) for e in ("vllm", "sglang", "trtllm", "llamacpp")}
     )
+    overrides: type[BaseModel] = pods.DeploymentOverrides
+    starts_engine: bool = False
 
     def render(self, workload: Workload) -> Rendered:
         return Rendered(
@@ -36,5 +39,5 @@ class Direct:
             },
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None]) -> int:
+    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
         return pods.ready_engine_replicas(observed)

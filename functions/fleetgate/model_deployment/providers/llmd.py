@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from fleetgate.core.models import ServingProvider
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
@@ -22,7 +24,9 @@ from fleetgate.model_deployment.providers.base import (
     Manifest,
     RemotePart,
     Rendered,
+    Renderer,
     Workload,
+    support,
 )
 
 POOL_GROUP = "inference.networking.k8s.io"
@@ -139,13 +143,13 @@ def _grpc_probe() -> dict[str, Any]:
     }
 
 
-def picker_deployment(workload: Workload) -> Manifest:
+def picker_deployment(workload: Workload, image: str = PICKER_IMAGE) -> Manifest:
     name = picker_name(workload)
     selector = {WORKLOAD_LABEL: name}
     config = picker_config(workload)["data"][CONFIG_FILE]
     container = {
         "name": "epp",
-        "image": PICKER_IMAGE,
+        "image": image,
         "args": [
             *("--pool-name", workload.name),
             *("--pool-namespace", workload.namespace),
@@ -209,30 +213,39 @@ def picker_service(workload: Workload) -> Manifest:
     }
 
 
-class LLMD:
-    name: ServingProvider = "LLMD"
-    capability = Capability(
-        engines=frozenset({"vllm"}),
-        gpu=True,
-        cpu=False,
-        modes=frozenset({"Aggregated"}),
+def pool_parts(workload: Workload, image: str = PICKER_IMAGE) -> tuple[RemotePart, ...]:
+    """The pool over the workload's pods (``workload.selector``) and its endpoint picker."""
+    account, role, binding = picker_rbac(workload)
+    return (
+        RemotePart("pool", inference_pool(workload)),
+        RemotePart("picker-account", account),
+        RemotePart("picker-role", role),
+        RemotePart("picker-binding", binding),
+        RemotePart("picker-config", picker_config(workload)),
+        RemotePart("picker", picker_deployment(workload, image)),
+        RemotePart("picker-service", picker_service(workload)),
     )
 
+
+def pool_backend(workload: Workload) -> Manifest:
+    return {"group": POOL_GROUP, "kind": "InferencePool", "name": workload.name}
+
+
+class LLMD(Renderer):
+    name: ServingProvider = "LLMD"
+    capability = Capability({"vllm": support(gpu=True)})
+    # Applied to the engine Deployment, not the picker.
+    overrides: type[BaseModel] = pods.DeploymentOverrides
+    starts_engine: bool = False
+
     def render(self, workload: Workload) -> Rendered:
-        account, role, binding = picker_rbac(workload)
         return Rendered(
             parts=(
                 RemotePart(pods.ENGINE_PART, pods.engine_deployment(workload), pods.SERVING_QUERY),
-                RemotePart("pool", inference_pool(workload)),
-                RemotePart("picker-account", account),
-                RemotePart("picker-role", role),
-                RemotePart("picker-binding", binding),
-                RemotePart("picker-config", picker_config(workload)),
-                RemotePart("picker", picker_deployment(workload)),
-                RemotePart("picker-service", picker_service(workload)),
+                *pool_parts(workload),
             ),
-            backend_ref={"group": POOL_GROUP, "kind": "InferencePool", "name": workload.name},
+            backend_ref=pool_backend(workload),
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None]) -> int:
+    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
         return pods.ready_engine_replicas(observed)

@@ -6,12 +6,24 @@ selector label, and the engine listens on the container port named ``http``.
 """
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fleetgate.core.observed import remote_manifest
+from pydantic import Field
+
+from fleetgate.core.observed import has_condition, remote_manifest
+from fleetgate.model_deployment.overrides import (
+    NodeSelector,
+    PodMetadata,
+    Strict,
+    Tolerations,
+    merge,
+    upstream,
+)
 from fleetgate.model_deployment.providers.base import Manifest, Workload
 
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+SHM_VOLUME = "dshm"
 ENGINE_PART = "engine"
 
 # Ready while at least one engine pod serves. A Deployment's own Available
@@ -49,6 +61,11 @@ def engine_container(workload: Workload) -> dict[str, Any]:
     container["startupProbe"] = _probe(workload, period=10, failures=180)
     container["readinessProbe"] = _probe(workload, period=5, failures=3)
     container["livenessProbe"] = _probe(workload, period=10, failures=6)
+    return with_gpus(workload, container)
+
+
+def with_gpus(workload: Workload, container: dict[str, Any]) -> dict[str, Any]:
+    """``container`` asking for the workload's GPUs (none on CPU), /dev/shm mounted."""
     if workload.gpus > 0:
         count = str(workload.gpus)
         container["resources"] = {
@@ -57,21 +74,35 @@ def engine_container(workload: Workload) -> dict[str, Any]:
         }
         # Tensor-parallel engines share tensors through /dev/shm, which
         # defaults to 64Mi in a container.
-        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     return container
 
 
-def engine_deployment(workload: Workload) -> Manifest:
-    labels = {**workload.labels, **workload.selector}
-    pod: dict[str, Any] = {
-        "containers": [engine_container(workload)],
-        # Room for in-flight generations to finish when a replica is removed.
-        "terminationGracePeriodSeconds": 130,
-    }
+def gpu_pod(workload: Workload, pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` with what a GPU engine needs: the GPU taint tolerated, a RAM-backed /dev/shm."""
     if workload.gpus > 0:
-        pod["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-        pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    return {
+        pod["tolerations"] = [dict(GPU_TOLERATION)]
+        pod["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
+    return pod
+
+
+def pod_spec(workload: Workload) -> dict[str, Any]:
+    """The engine's pod: one engine container, room to finish in-flight generations."""
+    return gpu_pod(
+        workload,
+        {
+            "containers": [engine_container(workload)],
+            # Room for in-flight generations to finish when a replica is removed.
+            "terminationGracePeriodSeconds": 130,
+        },
+    )
+
+
+def engine_deployment(workload: Workload) -> Manifest:
+    """The engine Deployment, with the team's accepted ``spec`` override merged in."""
+    labels = {**workload.labels, **workload.selector}
+    pod = pod_spec(workload)
+    base: Manifest = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(workload, workload.name),
@@ -81,6 +112,7 @@ def engine_deployment(workload: Workload) -> Manifest:
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
+    return merge(base, upstream(workload.overrides))
 
 
 def engine_service(workload: Workload) -> Manifest:
@@ -110,3 +142,54 @@ def ready_engine_replicas(observed: Mapping[str, Manifest | None]) -> int:
     if isinstance(ready, bool) or not isinstance(ready, int | float) or ready < 0:
         return 0
     return int(ready)
+
+
+def all_or_none(observed: Mapping[str, Manifest | None], part: str, condition: str, n: int) -> int:
+    """``n`` once the remote object ``part`` reports ``condition`` True, else 0.
+
+    For upstream kinds that report readiness for the whole workload, not per replica.
+    """
+    return n if has_condition(remote_manifest(observed.get(part)), condition) else 0
+
+
+# --- what a team may override on the engine Deployment (Direct, LLMD) -------------
+# Scheduling and rollout, nothing that changes what runs or how much of it:
+# the container, its command and its resources stay Fleetgate's.
+
+
+class PodSpecOverride(Strict):
+    node_selector: NodeSelector | None = None
+    tolerations: Tolerations | None = None
+    termination_grace_period_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+
+
+class PodTemplateOverride(Strict):
+    metadata: PodMetadata | None = None
+    spec: PodSpecOverride | None = None
+
+
+IntOrPercent = Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,3}%$")]
+
+
+class RollingUpdate(Strict):
+    max_surge: IntOrPercent | None = None
+    max_unavailable: IntOrPercent | None = None
+
+
+class Strategy(Strict):
+    type: Literal["RollingUpdate", "Recreate"] | None = None
+    rolling_update: RollingUpdate | None = None
+
+
+class DeploymentSpecOverride(Strict):
+    strategy: Strategy | None = None
+    min_ready_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+    progress_deadline_seconds: Annotated[int, Field(ge=1, le=86400)] | None = None
+    revision_history_limit: Annotated[int, Field(ge=0, le=100)] | None = None
+    template: PodTemplateOverride | None = None
+
+
+class DeploymentOverrides(Strict):
+    """``spec``: merged into the engine Deployment's spec."""
+
+    spec: DeploymentSpecOverride | None = None

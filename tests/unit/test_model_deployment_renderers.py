@@ -1,0 +1,495 @@
+"""compose-model-deployment renderers: KAITO, KubeRay and Dynamo, object by object.
+
+KAITO and KubeRay objects are validated against their pinned CRDs (v0.12.0,
+v1.7.0). Dynamo's CRD is not in the pinned set (the Go module proxy refuses
+the module), so its objects are validated against ``dynamo_crd()``: a schema
+written here from the operator's Go API types, as read from
+github.com/ai-dynamo/dynamo (``deploy/cloud/operator/api/v1alpha1``:
+``dynamographdeployment_types.go`` at 039eb630, ``dynamocomponentdeployment_types.go``
+at 967e177c, ``common.go`` at 6746518), with the core/v1 subschemas (PodSpec,
+Container, EnvVar, Probe, ResourceClaim) taken from the pinned KubeRay CRD,
+which embeds the same Kubernetes types. Two relaxations follow the operator's
+own examples, which set ``extraPodSpec`` with only a ``mainContainer`` and a
+``mainContainer`` without a name. Fields outside the types are unknown fields,
+as a real API server with the real CRD would report them; what the schema
+cannot check is the operator's behaviour (that is what "experimental" means).
+"""
+
+import copy
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e import crds, validate
+from fleetgate.core import names
+from fleetgate.core.constants import SERVED_MODEL_ENV
+from fleetgate.core.objects import remote_object
+from fleetgate.model_deployment import naming
+from fleetgate.model_deployment.providers import PROVIDERS, dynamo, kaito, kuberay
+from fleetgate.model_deployment.providers.base import Manifest, Workload
+from tests.unit.test_model_deployment_builders import WORKLOAD
+
+REF = f"$({SERVED_MODEL_ENV})"
+SERVED = "team-a/qwen"
+LONG = "md-" + "x" * 49 + "-0123456789"  # a workload name at the DNS label limit
+
+
+def workload(**kw: Any) -> Workload:
+    """One GPU, two replicas, the engine's own args left to each case."""
+    base = WORKLOAD()
+    fields: dict[str, Any] = {
+        "engine": replace(base.engine, args=()),
+        "gpus": 1,
+        "replicas": 2,
+        "model": "Qwen/Qwen3-8B",
+        "served": SERVED,
+    }
+    return WORKLOAD(**{**fields, **kw})
+
+
+def engine(w: Workload, **kw: Any) -> Workload:
+    return replace(w, engine=replace(w.engine, **kw))
+
+
+def parts(provider: str, w: Workload) -> dict[str, Manifest]:
+    out = PROVIDERS[provider].render(w)  # type: ignore[index]
+    return {p.part: p.manifest for p in out.parts}
+
+
+def container(pod: dict[str, Any]) -> dict[str, Any]:
+    (only,) = pod["containers"]
+    return dict(only)
+
+
+# --- KAITO ------------------------------------------------------------------------
+
+
+def test_kaito_vllm_runs_the_preset_with_the_served_name_in_its_config() -> None:
+    w = engine(workload(), args=("Qwen/Qwen3-8B", "--max-model-len", "8192", "--enforce-eager",
+                                 "--served-model-name", REF))  # fmt: skip
+    rendered = PROVIDERS["KAITO"].render(w)
+    by_part = {p.part: p.manifest for p in rendered.parts}
+    ws = by_part["workspace"]
+    assert (ws["apiVersion"], ws["kind"]) == ("kaito.sh/v1beta1", "Workspace")
+    assert "spec" not in ws, "a Workspace keeps its fields at the top level"
+    assert ws["resource"] == {
+        "count": 2,
+        "labelSelector": {
+            "matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}
+        },
+    }
+    config = by_part["config"]
+    assert ws["inference"] == {
+        "preset": {"name": "Qwen/Qwen3-8B"},
+        "config": config["metadata"]["name"],
+    }
+    assert json.loads(config["data"]["inference_config.yaml"]) == {
+        "vllm": {"enforce-eager": True, "max-model-len": 8192, "served-model-name": SERVED}
+    }
+    assert rendered.notes == (
+        "KAITO runs vLLM from its preset: positional spec.engine.args are not passed (1 ignored)",
+    )
+    assert rendered.backend_ref == {
+        "group": "",
+        "kind": "Service",
+        "name": ws["metadata"]["name"],
+        "port": 80,
+    }
+
+
+def test_kaito_llamacpp_on_cpu_runs_a_template_on_port_5000() -> None:
+    w = engine(workload(gpus=0, model="Qwen/Qwen3-0.6B-GGUF:Q8_0"), type="llamacpp",
+               image="ghcr.io/ggml-org/llama.cpp:server-b6000", args=("--host", "0.0.0.0"),
+               port=8080)  # fmt: skip
+    rendered = PROVIDERS["KAITO"].render(w)
+    assert [p.part for p in rendered.parts] == ["workspace"]
+    ws = rendered.parts[0].manifest
+    assert ws["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}
+    template = ws["inference"]["template"]
+    assert template["metadata"]["labels"]["fleetgate.dev/workload"] == w.name
+    engine_c = container(template["spec"])
+    assert engine_c["args"] == [
+        *("-hf", "Qwen/Qwen3-0.6B-GGUF:Q8_0", "--alias", REF),
+        *("--host", "0.0.0.0", "--port", "5000"),
+    ]
+    assert engine_c["ports"] == [{"name": "http", "containerPort": 5000, "protocol": "TCP"}]
+    assert engine_c["env"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    assert "resources" not in engine_c
+    assert rendered.backend_ref["port"] == 80
+
+
+def test_kaito_llamacpp_keeps_the_users_model_and_alias() -> None:
+    w = engine(workload(), type="llamacpp", args=("-m", "/models/q.gguf", "-a", REF))
+    engine_c = container(parts("KAITO", w)["workspace"]["inference"]["template"]["spec"])
+    assert engine_c["args"] == ["-m", "/models/q.gguf", "-a", REF, "--port", "5000"]
+    assert engine_c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [((), False), (("--port", "5000"), False), (("--port=8080",), True), (("--port", "1"), True)],
+    ids=["no port", "its port", "another port", "another port, spaced"],
+)
+def test_kaito_llamacpp_must_listen_where_its_service_sends(
+    args: tuple[str, ...], refused: bool
+) -> None:
+    w = engine(workload(), type="llamacpp", args=args)
+    assert (PROVIDERS["KAITO"].check(w) is not None) == refused
+    assert PROVIDERS["KAITO"].check(engine(w, type="vllm")) is None
+
+
+# --- KubeRay ------------------------------------------------------------------------
+
+
+def test_kuberay_serves_vllm_through_ray_serve_llm() -> None:
+    w = engine(workload(gpus=2, replicas=3),
+               args=("Qwen/Qwen3-8B", "--max-model-len=8192", "--enforce-eager",
+                     "--gpu-memory-utilization", "0.9", "--served-model-name", REF,
+                     "--tensor-parallel-size", "8"),
+               image=kuberay.IMAGE)  # fmt: skip
+    rendered = PROVIDERS["KubeRay"].render(w)
+    (part,) = rendered.parts
+    rs = part.manifest
+    assert (rs["apiVersion"], rs["kind"]) == ("ray.io/v1", "RayService")
+    config = json.loads(rs["spec"]["serveConfigV2"])
+    (app,) = config["applications"]
+    assert (app["import_path"], app["route_prefix"]) == ("ray.serve.llm:build_openai_app", "/")
+    (llm,) = app["args"]["llm_configs"]
+    assert llm["model_loading_config"] == {"model_id": SERVED, "model_source": "Qwen/Qwen3-8B"}
+    assert llm["deployment_config"]["autoscaling_config"] == {"min_replicas": 3, "max_replicas": 3}
+    assert llm["engine_kwargs"] == {
+        "enforce_eager": True,
+        "gpu_memory_utilization": 0.9,
+        "max_model_len": 8192,
+        "tensor_parallel_size": 2,
+    }
+    cluster = rs["spec"]["rayClusterConfig"]
+    head = cluster["headGroupSpec"]
+    assert head["rayStartParams"]["num-cpus"] == "0", "the head runs no replica"
+    head_c = container(head["template"]["spec"])
+    assert "resources" not in head_c
+    assert head_c["env"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    (group,) = cluster["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (3, 3, 3)
+    worker_c = container(group["template"]["spec"])
+    assert worker_c["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert worker_c["env"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    assert worker_c["image"] == head_c["image"] == kuberay.IMAGE
+    assert rendered.backend_ref == {
+        "group": "",
+        "kind": "Service",
+        "name": f"{rs['metadata']['name']}-serve-svc",
+        "port": 8000,
+    }
+    (note,) = rendered.notes
+    assert "1 ignored" in note
+
+
+# --- Dynamo -----------------------------------------------------------------------
+
+
+def test_dynamo_aggregated_is_a_frontend_and_workers() -> None:
+    w = engine(workload(), image=dynamo.IMAGES["vllm"], args=("--max-model-len", "8192"))
+    rendered = PROVIDERS["Dynamo"].render(w)
+    (part,) = rendered.parts
+    graph = part.manifest
+    assert (graph["apiVersion"], graph["kind"]) == ("nvidia.com/v1alpha1", "DynamoGraphDeployment")
+    assert graph["spec"]["backendFramework"] == "vllm"
+    services = graph["spec"]["services"]
+    assert list(services) == ["Frontend", "Worker"]
+    assert services["Frontend"]["componentType"] == "frontend"
+    assert services["Frontend"]["replicas"] == 1
+    worker = services["Worker"]
+    assert (worker["componentType"], worker["replicas"]) == ("worker", 2)
+    assert "subComponentType" not in worker
+    assert worker["resources"] == {"requests": {"gpu": "1"}, "limits": {"gpu": "1"}}
+    assert worker["envs"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    main = worker["extraPodSpec"]["mainContainer"]
+    assert main["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert main["args"] == [
+        *("--model", "Qwen/Qwen3-8B", "--served-model-name", REF, "--max-model-len", "8192")
+    ]
+    assert rendered.backend_ref == {
+        "group": "",
+        "kind": "Service",
+        "name": f"{graph['metadata']['name']}-frontend",
+        "port": 8000,
+    }
+
+
+DISAGGREGATED = [
+    ("vllm", ["--is-prefill-worker"], []),
+    ("sglang", ["--disaggregation-mode", "prefill"], ["--disaggregation-mode", "decode"]),
+]
+
+
+@pytest.mark.parametrize(("kind", "prefill", "decode"), DISAGGREGATED, ids=["vllm", "sglang"])
+def test_dynamo_disaggregated_splits_prefill_and_decode(
+    kind: str, prefill: list[str], decode: list[str]
+) -> None:
+    w = engine(workload(mode="Disaggregated", gpus=2), type=kind)
+    services = parts("Dynamo", w)["graph"]["spec"]["services"]
+    assert list(services) == ["Frontend", "PrefillWorker", "DecodeWorker"]
+    model_flag = "--model" if kind == "vllm" else "--model-path"
+    for name, role, extra in (
+        ("PrefillWorker", "prefill", prefill),
+        ("DecodeWorker", "decode", decode),
+    ):
+        service = services[name]
+        assert service["subComponentType"] == role
+        assert service["replicas"] == 2
+        assert service["resources"]["limits"] == {"gpu": "2"}
+        main = service["extraPodSpec"]["mainContainer"]
+        assert main["command"] == ["python3", "-m", f"dynamo.{kind}"]
+        assert main["args"] == [model_flag, "Qwen/Qwen3-8B", "--served-model-name", REF, *extra]
+
+
+def test_dynamo_keeps_the_users_model_flags() -> None:
+    w = engine(workload(), type="trtllm", args=("--model-path", "/m", "--served-model-name", REF))
+    main = parts("Dynamo", w)["graph"]["spec"]["services"]["Worker"]["extraPodSpec"]
+    assert main["mainContainer"]["args"] == ["--model-path", "/m", "--served-model-name", REF]
+    assert main["mainContainer"]["command"] == ["python3", "-m", "dynamo.trtllm"]
+
+
+# --- names and readiness ------------------------------------------------------------
+
+
+def test_upstream_names_leave_room_for_what_operators_derive() -> None:
+    w = workload(name=LONG)
+    graph = parts("Dynamo", w)["graph"]["metadata"]["name"]
+    assert len(f"{graph}-prefillworker") <= 63
+    rs = parts("KubeRay", w)["rayservice"]["metadata"]["name"]
+    assert len(rs) <= kuberay.NAME_MAX
+    ws = parts("KAITO", w)
+    assert len(ws["workspace"]["metadata"]["name"]) <= kaito.NAME_MAX
+    assert len(ws["config"]["metadata"]["name"]) <= kaito.NAME_MAX
+    other = workload(name=LONG[:-1] + "8")
+    assert parts("Dynamo", other)["graph"]["metadata"]["name"] != graph, "cut names stay unique"
+    assert naming.fitted("short", 40) == "short"
+    assert names.dns_label(graph) == graph
+
+
+def observed_with(part: str, status: dict[str, Any]) -> dict[str, Any]:
+    return {part: {"status": {"atProvider": {"manifest": {"status": status}}}}}
+
+
+def ok(type_: str) -> dict[str, Any]:
+    return {"conditions": [{"type": type_, "status": "True"}]}
+
+
+READINESS = [
+    ("KAITO", "workspace", {}, 0),
+    ("KAITO", "workspace", ok("WorkspaceSucceeded"), 3),
+    ("KAITO", "workspace", ok("ResourceReady"), 0),
+    ("KubeRay", "rayservice", ok("Ready"), 3),
+    ("KubeRay", "rayservice", {"conditions": [{"type": "Ready", "status": "False"}]}, 0),
+    ("Dynamo", "graph", {"state": "successful"}, 3),
+    ("Dynamo", "graph", {"state": "pending"}, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "part", "status", "ready"),
+    READINESS,
+    ids=[f"{c[0]} {json.dumps(c[2])}" for c in READINESS],
+)
+def test_ready_replicas(provider: str, part: str, status: dict[str, Any], ready: int) -> None:
+    renderer = PROVIDERS[provider]  # type: ignore[index]
+    assert renderer.ready_replicas(observed_with(part, status), 3) == ready
+    assert renderer.ready_replicas({}, 3) == 0
+
+
+# --- schemas --------------------------------------------------------------------------
+
+
+def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        node["required"] = required
+    return node
+
+
+def _array(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+@cache
+def dynamo_crd() -> dict[str, Any]:
+    """The DynamoGraphDeployment CRD as the Go types declare it (module docstring)."""
+    ray = yaml.safe_load((crds.fetch() / "kuberay/v1.7.0/ray.io_rayservices.yaml").read_text())
+    (v1,) = (v for v in ray["spec"]["versions"] if v["name"] == "v1")
+    cluster = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    pod = copy.deepcopy(
+        cluster["rayClusterConfig"]["properties"]["headGroupSpec"]["properties"]["template"][
+            "properties"
+        ]["spec"]
+    )
+    main = copy.deepcopy(pod["properties"]["containers"]["items"])
+    main.pop("required", None)
+    env = main["properties"]["env"]["items"]
+    probe = main["properties"]["livenessProbe"]
+    claim = main["properties"]["resources"]["properties"]["claims"]["items"]
+    pod.pop("required", None)
+    pod["properties"]["mainContainer"] = main
+    string = {"type": "string"}
+    strings = {"type": "object", "additionalProperties": string}
+    quantity = {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
+    item = _obj({"cpu": string, "memory": string, "gpu": string, "gpuType": string,
+                 "custom": strings})  # fmt: skip
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    shared = _obj(
+        {
+            "annotations": strings,
+            "labels": strings,
+            "serviceName": string,
+            "componentType": string,
+            "subComponentType": string,
+            "dynamoNamespace": string,
+            "globalDynamoNamespace": {"type": "boolean"},
+            "resources": _obj({"requests": item, "limits": item, "claims": _array(claim)}),
+            "autoscaling": free,  # deprecated upstream; not modelled
+            "envs": _array(env),
+            "envFromSecret": string,
+            "volumeMounts": _array(
+                _obj(
+                    {
+                        "name": string,
+                        "mountPoint": string,
+                        "useAsCompilationCache": {"type": "boolean"},
+                    },
+                    ["name"],
+                )
+            ),
+            "ingress": free,
+            "modelRef": _obj({"name": string, "revision": string}, ["name"]),
+            "sharedMemory": _obj({"disabled": {"type": "boolean"}, "size": quantity}),
+            "extraPodMetadata": _obj({"annotations": strings, "labels": strings}),
+            "extraPodSpec": pod,
+            "livenessProbe": probe,
+            "readinessProbe": probe,
+            "replicas": {"type": "integer", "format": "int32"},
+            "multinode": _obj({"nodeCount": {"type": "integer", "minimum": 2}}, ["nodeCount"]),
+        }
+    )
+    pvc = _obj(
+        {
+            "create": {"type": "boolean"},
+            "name": string,
+            "storageClass": string,
+            "size": quantity,
+            "volumeAccessMode": string,
+        },
+        ["name"],
+    )
+    spec = _obj(
+        {
+            "dynamoGraph": string,
+            "pvcs": _array(pvc),
+            "services": {"type": "object", "additionalProperties": shared},
+            "envs": _array(env),
+            "backendFramework": {"type": "string", "enum": ["sglang", "vllm", "trtllm"]},
+        }
+    )
+    schema = _obj(
+        {
+            "apiVersion": string,
+            "kind": string,
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": free,
+        }
+    )
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "dynamographdeployments.nvidia.com"},
+        "spec": {
+            "group": "nvidia.com",
+            "names": {
+                "kind": "DynamoGraphDeployment",
+                "listKind": "DynamoGraphDeploymentList",
+                "plural": "dynamographdeployments",
+                "singular": "dynamographdeployment",
+                "shortNames": ["dgd"],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
+def dynamo_schema(directory: Path) -> Path:
+    path = directory / "nvidia.com_dynamographdeployments.yaml"
+    path.write_text(yaml.safe_dump(dynamo_crd(), sort_keys=False))
+    return path
+
+
+def wrapped(manifests: list[Manifest]) -> list[Manifest]:
+    """Each manifest as the Object the function composes it in (named as Crossplane would)."""
+    objects = []
+    for i, manifest in enumerate(manifests):
+        obj = remote_object(manifest=manifest, provider_config="pc")
+        obj["metadata"] = {"name": f"object-{i}", "namespace": "team-a"}
+        objects.append(obj)
+    return objects
+
+
+def every_rendering() -> list[Manifest]:
+    cpu = engine(workload(gpus=0), type="llamacpp", args=("--ctx-size", "4096"))
+    return [
+        p.manifest
+        for provider, w in (
+            ("KAITO", workload()),
+            ("KAITO", cpu),
+            ("KAITO", workload(name=LONG)),
+            ("KubeRay", engine(workload(gpus=4), args=("--max-model-len", "4096"))),
+            ("Dynamo", workload()),
+            ("Dynamo", engine(workload(mode="Disaggregated"), type="sglang")),
+            ("Dynamo", engine(workload(), type="trtllm")),
+        )
+        for p in PROVIDERS[provider].render(w).parts  # type: ignore[index]
+    ]
+
+
+def test_the_pinned_crd_set_has_no_dynamo() -> None:
+    """Why Dynamo is experimental: if this fails, validate it against the real CRD instead."""
+    index = (
+        (crds.fetch() / "index.tsv").read_text() if (crds.fetch() / "index.tsv").exists() else ""
+    )
+    assert "DynamoGraphDeployment" not in index
+    assert not list(crds.fetch().rglob("*dynamo*"))
+
+
+def test_every_rendering_validates(tmp_path: Path) -> None:
+    """KAITO and KubeRay against their pinned CRDs, Dynamo against the schema of its Go types."""
+    assert (
+        validate.validate(wrapped(every_rendering()), extra_schema_files=[dynamo_schema(tmp_path)])
+        == []
+    )
+
+
+def test_the_dynamo_schema_refuses_an_unknown_field(tmp_path: Path) -> None:
+    """The schema can fail: a field the Go types do not declare is reported."""
+    graph = parts("Dynamo", workload())["graph"]
+    graph["spec"]["services"]["Worker"]["sharedMemorySize"] = "8Gi"
+    graph["spec"]["routerMode"] = "kv"
+    errors = validate.validate(wrapped([graph]), extra_schema_files=[dynamo_schema(tmp_path)])
+    assert len(errors) == 2, errors
+    for error, field in zip(errors, ("routerMode", "sharedMemorySize"), strict=True):
+        assert f'unknown field: "{field}"' in error
