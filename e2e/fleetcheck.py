@@ -242,9 +242,10 @@ def check_no_secret_anywhere(fleet: Fleet) -> list[str]:
 
 def check_schemas(fleet: Fleet) -> list[str]:
     """Every XR against its XRD; every desired composed object against the pinned CRDs."""
-    xrds = sorted({t.xrd for t in render.xr_types().values()})
     objects = [*fleet.xrs.values(), *(o for d in fleet.desired.values() for o in d.values())]
-    return validate.validate([strip_status(o) for o in objects], extra_schema_files=xrds)
+    return validate.validate(
+        [strip_status(o) for o in objects], extra_schema_files=render.schema_files()
+    )
 
 
 def strip_status(obj: Obj) -> Obj:

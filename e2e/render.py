@@ -162,9 +162,15 @@ def summarise(example: Example, rendered: list[dict[str, Any]]) -> str:
 def validate_rendered(example: Example, rendered: list[dict[str, Any]]) -> list[str]:
     """Validate the XR against its XRD and every composed object against the pinned CRDs."""
     xr, composed, _ = split(rendered)
-    # Every XRD: an XR may compose XRs of another kind (ModelDeployment → ModelEndpoint).
-    xrds = sorted({t.xrd for t in xr_types().values()})
-    return validate.validate([xr, *composed], extra_schema_files=xrds)
+    return validate.validate([xr, *composed], extra_schema_files=schema_files())
+
+
+def schema_files() -> list[Path]:
+    """Our own schemas: every XRD (an XR may compose XRs of another kind) and every
+    function's Composition input CRD (a Composition step's ``input`` is checked too)."""
+    xrds = {t.xrd for t in xr_types().values()}
+    inputs = set((REPO / "package" / "functions").glob("*/input/*.yaml"))
+    return sorted(xrds | inputs)
 
 
 def main(argv: list[str] | None = None) -> int:

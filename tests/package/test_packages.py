@@ -32,7 +32,7 @@ from celpy.adapter import json_to_cel
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import pki
+from e2e import pki, render
 from e2e.functions import wait_for_port
 from e2e.validate import validate
 from package import build, debian, oci, wheels
@@ -95,7 +95,7 @@ def test_package_metadata_and_contents_validate(built: dict[str, Any]) -> None:
     for xpkg in packaged:
         docs += package_documents(xpkg)
     assert len(sources) == len(build.FUNCTIONS) + 1
-    assert validate(docs) == []
+    assert validate(docs, extra_schema_files=render.schema_files()) == []
 
 
 @pytest.mark.parametrize("function", build.FUNCTIONS)
