@@ -100,7 +100,7 @@ def test_malformed_required_resource_is_fatal_and_named() -> None:
     assert "spec.credentials" in out.fatal[0]
 
 
-def test_keep_carries_an_observed_resource_without_server_fields() -> None:
+def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_records() -> None:
     observed = {
         "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
         "kind": "Object",
@@ -109,12 +109,22 @@ def test_keep_carries_an_observed_resource_without_server_fields() -> None:
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
 
+    composed_xr = {
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "ModelEndpoint",
+        "metadata": {"name": "e", "namespace": "ns"},
+        "spec": {"origin": "https://x.example", "crossplane": {"resourceRefs": []}},
+    }
+
     def keeper(rec: Reconcile) -> None:
         assert rec.keep("gone") is False
         assert rec.keep("cm") is True
+        assert rec.keep("xr") is True
 
-    out = run(keeper, request(XR, observed={"cm": observed}))
-    assert out.desired == {
+    out = run(keeper, request(XR, observed={"cm": observed, "xr": composed_xr}))
+    desired = out.desired
+    assert desired.pop("xr")["spec"] == {"origin": "https://x.example"}
+    assert desired == {
         "cm": {
             "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
             "kind": "Object",

@@ -168,6 +168,12 @@ class Reconcile:
                 "ownerReferences",
             ):
                 meta.pop(server_field, None)
+        spec = manifest.get("spec")
+        if isinstance(spec, dict):
+            # A composed XR's spec.crossplane is Crossplane's record of what
+            # *it* composed; handed back as desired state, the parent would
+            # fight Crossplane over it.
+            spec.pop("crossplane", None)
         scrub_secret(manifest)
         self.compose(name, manifest)
         return True
