@@ -15,7 +15,7 @@ import contextlib
 import copy
 import importlib
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,21 +262,29 @@ def secret_values(objects: Iterable[Obj]) -> set[str]:
     """Every value held by the Secrets among ``objects``: decoded, and as stored (base64).
 
     Values shorter than 8 characters are left out: they would turn up by
-    chance in any output.
+    chance in any output. Malformed Secrets count too (their strings, wherever).
     """
     found: set[str] = set()
     for obj in objects:
         if not isinstance(obj, dict) or obj.get("kind") != "Secret":
             continue
-        for value in (obj.get("data") or {}).values():
-            if isinstance(value, str):
-                found.add(value)
-                with contextlib.suppress(ValueError):
-                    found.add(base64.b64decode(value, validate=True).decode())
-        for value in (obj.get("stringData") or {}).values():
-            if isinstance(value, str):
-                found.update({value, base64.b64encode(value.encode()).decode()})
+        for value in _strings([obj.get("data"), obj.get("stringData")]):
+            found.add(value)
+            found.add(base64.b64encode(value.encode()).decode())
+            with contextlib.suppress(ValueError):
+                found.add(base64.b64decode(value, validate=True).decode())
     return {v for v in found if len(v) >= 8}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def leaks(values: Iterable[str], texts: Iterable[bytes | str]) -> list[str]:

@@ -11,6 +11,7 @@ twice, observed resources with garbage status.
 """
 
 import copy
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -174,8 +175,14 @@ def beyond_bounds(s: Shape, current: Any) -> list[Any]:
     return out
 
 
+def _copy(data: Obj) -> Obj:
+    """A copy sharing nothing (deepcopy keeps two references to one dict as one)."""
+    out: Obj = json.loads(json.dumps(data))
+    return out
+
+
 def put(data: Obj, path: Path, value: Any) -> Obj:
-    out = copy.deepcopy(data)
+    out = _copy(data)
     node: Any = out
     for part in path[:-1]:
         node = node[part]
@@ -184,7 +191,7 @@ def put(data: Obj, path: Path, value: Any) -> Obj:
 
 
 def remove(data: Obj, path: Path) -> Obj:
-    out = copy.deepcopy(data)
+    out = _copy(data)
     node: Any = out
     for part in path[:-1]:
         node = node[part]
@@ -289,6 +296,23 @@ def required_wrong_type(draw: st.DrawFn, walked: Walk) -> Broken:
     return Broken(walked.xr, broken, walked.observed, f"{text} = {value!r}", None)
 
 
+@st.composite
+def malformed_secret(draw: st.DrawFn, walked: Walk) -> Broken:
+    """A Secret whose data is not a map of strings (the API server never hands one out)."""
+    secrets = [o for o in walked.world if o["kind"] == "Secret"]
+    if not secrets:
+        return Broken(walked.xr, walked.world, walked.observed, "no Secret to break", None)
+    obj = draw(st.sampled_from(secrets))
+    data = obj.get("data")
+    values = list(data.values()) if isinstance(data, dict) else []
+    field = draw(st.sampled_from(["data", "stringData"]))
+    shape = draw(st.sampled_from([values, "text", 7, {"k": values}, {"k": None}]))
+    broken = {**obj, field: shape}
+    world = [broken if o is obj else o for o in walked.world]
+    text = f"Secret {obj['metadata']['name']}: {field} = {_short(shape)}"
+    return Broken(walked.xr, world, walked.observed, text, None)
+
+
 GARBAGE = [
     "not a status",
     ["x"],
@@ -329,6 +353,7 @@ BREAKAGES = [
     wrong_kind,
     listed_twice,
     required_wrong_type,
+    malformed_secret,
     garbage_observed,
 ]
 

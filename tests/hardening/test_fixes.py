@@ -78,3 +78,24 @@ def test_a_model_service_refuses_an_object_listed_twice(settled: InProcessFleet,
     name = twin["metadata"]["name"]
     assert len(answered.fatal) == 1
     assert f"{name} appears more than once" in answered.fatal[0]
+
+
+SECRET_SHAPES = {
+    "data a list": {"data": ["c2VjcmV0LXZhbHVl"]},
+    "data a string": {"data": "c2VjcmV0LXZhbHVl"},
+    "stringData a list": {"stringData": ["secret-value"]},
+}
+
+
+@pytest.mark.parametrize("shape", SECRET_SHAPES.values(), ids=SECRET_SHAPES.keys())
+@pytest.mark.parametrize("kind", ["InferenceGateway", "ModelEndpoint", "ModelService"])
+def test_a_secret_not_holding_a_map_reads_as_holding_no_key(
+    settled: InProcessFleet, kind: str, shape: dict[str, Any]
+) -> None:
+    """Caller keys, TLS and credentials Secrets of the wrong shape: no internal error."""
+    secrets = [{**s, **shape} for s in settled.secrets]
+    for key in [k for k in settled.ordered() if k[0] == kind]:
+        answered = answer(
+            settled, key, settled.composed.get(key, {}), [*settled.xrs.values(), *secrets]
+        )
+        assert answered.fatal == []

@@ -38,8 +38,9 @@ def secret_patch(
 
 def secret_keys(secret: dict[str, Any]) -> list[str]:
     """The keys a Secret holds, sorted; its values are never looked at."""
-    keys = set((secret.get("data") or {}).keys()) | set((secret.get("stringData") or {}).keys())
-    return sorted(str(k) for k in keys)
+    maps = [secret.get(field) for field in _VALUE_FIELDS]
+    keys = {str(k) for held in maps if isinstance(held, dict) for k in held}
+    return sorted(keys)
 
 
 def scrub_secret(obj: dict[str, Any]) -> bool:

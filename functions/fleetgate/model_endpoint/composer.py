@@ -7,6 +7,7 @@ endpoint that needs an API key is usable only once the key is there.
 
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import ModelEndpoint
+from fleetgate.core.secrets import secret_keys
 
 CONDITION = "EndpointReady"
 CREDENTIAL = "credential"
@@ -26,7 +27,7 @@ def compose(rec: Reconcile) -> None:
         _not_ready(rec, "WaitingForCredential", f"waiting for Crossplane to look up {where}")
     elif not secrets:
         _not_ready(rec, "CredentialMissing", f"{where} does not exist")
-    elif ref.key not in (secrets[0].get("data") or {}) | (secrets[0].get("stringData") or {}):
+    elif ref.key not in secret_keys(secrets[0]):
         # Only the key's presence is read; its value never leaves the Secret.
         _not_ready(rec, "CredentialMissing", f"{where} has no key {ref.key!r}")
     else:

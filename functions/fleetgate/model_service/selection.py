@@ -24,6 +24,7 @@ from fleetgate.core.models import (
     ModelEndpoint,
     ServiceEndpointEntry,
 )
+from fleetgate.core.secrets import secret_keys
 from fleetgate.model_service.origin import Origin, OriginError, parse_origin
 from fleetgate.model_service.weights import renumber, tier_weights
 
@@ -249,8 +250,7 @@ def check_credentials(
             if secret is None:
                 screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} does not exist")
                 continue
-            keys = (secret.get("data") or {}) | (secret.get("stringData") or {})
-            if ref.key not in keys:
+            if ref.key not in secret_keys(secret):
                 screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} has no key {ref.key!r}")
                 continue
         keep.append(routable)
