@@ -143,8 +143,23 @@ def reconcile(
     Requirements whose selector ``unresolved`` picks stay unresolved, as when
     Crossplane has not looked them up yet.
     """
+    return reconcile_with(lambda req: run_composer(compose, req), xr, world, observed, unresolved)
+
+
+Answer = Callable[[fnv1.RunFunctionRequest], fnv1.RunFunctionResponse]
+
+
+def reconcile_with(
+    answer: Answer,
+    xr: Obj,
+    world: list[Obj],
+    observed: dict[str, Obj] | None = None,
+    unresolved: Unresolved | None = None,
+) -> Call:
+    """``reconcile`` with any way of answering a request (in process, over gRPC)."""
     resolved: dict[str, list[Obj]] = {}
-    answered = call(compose, request(xr, observed=observed))
+    req = request(xr, observed=observed)
+    answered = Call(req, answer(req))
     for _ in range(MAX_ROUNDS):
         wanted = {
             key: resolve(sel, world)
@@ -154,7 +169,8 @@ def reconcile(
         if wanted == resolved:
             break
         resolved = wanted
-        answered = call(compose, request(xr, observed=observed, required=resolved))
+        req = request(xr, observed=observed, required=resolved)
+        answered = Call(req, answer(req))
     return answered
 
 
