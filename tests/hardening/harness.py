@@ -83,12 +83,21 @@ def request(
 
 def resolve(selector: fnv1.ResourceSelector, world: Iterable[Obj]) -> list[Obj]:
     """What Crossplane returns for ``selector``: matching objects, sorted by namespace and name."""
-    found = [obj for obj in world if _matches(selector, obj)]
+    found = [obj for obj in world if _selected(selector, obj)]
     return sorted(found, key=lambda o: (_meta(o, "namespace"), _meta(o, "name")))
 
 
+def _selected(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
+    """``_matches``; a malformed object (labels not a map) of the kind asked for is handed over."""
+    try:
+        return _matches(selector, obj)
+    except AttributeError:
+        return (obj.get("apiVersion"), obj.get("kind")) == (selector.api_version, selector.kind)
+
+
 def _meta(obj: Obj, key: str) -> str:
-    return str((obj.get("metadata") or {}).get(key) or "")
+    meta = obj.get("metadata")
+    return str(meta.get(key) or "") if isinstance(meta, dict) else ""
 
 
 @dataclass

@@ -33,8 +33,8 @@ from tests.hardening.mutations import mutate
 from tests.hardening.strategies import Scenario, scenario
 
 # Bounded and deterministic: the same examples on every run and machine.
-EXAMPLES = 40
-MALFORMED_EXAMPLES = 100
+EXAMPLES = 30
+MALFORMED_EXAMPLES = 60
 FUZZ = settings(
     max_examples=EXAMPLES,
     derandomize=True,
