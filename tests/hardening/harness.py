@@ -27,6 +27,7 @@ from e2e.fleet import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Fleet, World, XRKey
 from e2e.fleetcheck import _matches
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
+from tests.support import STATUS_NAMES
 
 Obj = dict[str, Any]
 
@@ -329,17 +330,6 @@ def xr(kind: str, name: str, spec: Obj, *, namespace: str | None = None, **extra
 
 # --- a whole fleet, in process ----------------------------------------------------------
 
-SEVERITIES = {
-    fnv1.SEVERITY_FATAL: "SEVERITY_FATAL",
-    fnv1.SEVERITY_WARNING: "SEVERITY_WARNING",
-    fnv1.SEVERITY_NORMAL: "SEVERITY_NORMAL",
-}
-CONDITION_STATUS = {
-    fnv1.STATUS_CONDITION_TRUE: "True",
-    fnv1.STATUS_CONDITION_FALSE: "False",
-    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
-}
-
 
 @dataclass
 class InProcessFleet(Fleet):
@@ -379,7 +369,7 @@ def rendered(xr: Obj, answered: Call) -> list[Obj]:
     conditions = [
         {
             "type": c.type,
-            "status": CONDITION_STATUS[c.status],
+            "status": STATUS_NAMES[c.status],
             "reason": c.reason,
             **({"message": c.message} if c.message else {}),
         }
@@ -404,7 +394,7 @@ def rendered(xr: Obj, answered: Call) -> list[Obj]:
         {
             "apiVersion": "render.crossplane.io/v1beta1",
             "kind": "Result",
-            "severity": SEVERITIES[r.severity],
+            "severity": fnv1.Severity.Name(r.severity),
             "message": r.message,
         }
         for r in rsp.results
