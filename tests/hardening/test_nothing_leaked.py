@@ -15,6 +15,7 @@ while running as processes, with ``--debug`` and without:
 import ast
 import base64
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +43,15 @@ def example_secrets() -> list[Obj]:
     return found
 
 
-def unit_test_values() -> list[str]:
-    """String values handed to ``secret(name, namespace, {key: value})`` anywhere in tests/.
+SECRET_NAME = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD)(_VALUE)?$")
 
-    Read from the source (literals, or module constants holding one).
+
+def unit_test_values() -> list[str]:
+    """Secret values the tests under tests/ use, read from their source.
+
+    The string literals and module constants inside any ``secret(...)`` call's
+    data, and every module constant named like a key (``ALICE_KEY``,
+    ``API_KEY_VALUE``, ``TLS_KEY``).
     """
     values = []
     for path in sorted((REPO / "tests").rglob("*.py")):
@@ -57,17 +63,19 @@ def unit_test_values() -> list[str]:
             for target in node.targets
             if isinstance(target, ast.Name) and isinstance(node.value.value, str)
         }
+        values += [v for name, v in constants.items() if SECRET_NAME.search(name)]
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and _named(node.func, "secret")):
                 continue
-            data = node.args[2] if len(node.args) > 2 else None
-            data = next((k.value for k in node.keywords if k.arg == "data"), data)
-            for value in data.values if isinstance(data, ast.Dict) else []:
-                if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                    values.append(value.value)
-                elif isinstance(value, ast.Name) and value.id in constants:
-                    values.append(constants[value.id])
-    return values
+            for arg in [*node.args[2:], *(k.value for k in node.keywords if k.arg == "data")]:
+                for inner in ast.walk(arg):
+                    if isinstance(inner, ast.Dict):
+                        for value in inner.values:
+                            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                                values.append(value.value)
+                            elif isinstance(value, ast.Name) and value.id in constants:
+                                values.append(constants[value.id])
+    return sorted(set(values))
 
 
 def _named(func: ast.expr, name: str) -> bool:
