@@ -17,9 +17,13 @@ def _capture(_: Any, method: str, event: MutableMapping[str, Any]) -> Mapping[st
     raise structlog.DropEvent
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True, scope="package")
 def captured_logs() -> Iterator[list[str]]:
-    """Every log line the functions write in this process, as text."""
+    """Every log line the functions write in this process, as text.
+
+    Package-scoped: the logging configuration is restored as soon as the
+    hardening tests are done, so no later test sees it.
+    """
     before = structlog.get_config()
     structlog.configure(processors=[_capture])
     yield LOGGED
