@@ -36,7 +36,7 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
-from fleetgate.core.observed import is_ready, remote_manifest
+from fleetgate.core.observed import has_condition, is_ready, remote_manifest
 from fleetgate.model_deployment import (
     catalog,
     endpoints,
@@ -247,8 +247,9 @@ def _compose_cluster(
         rec.compose(
             naming.resource(cluster_name, part.part), obj, ready=is_ready(observed[part.part])
         )
+    published = rec.has_observed(endpoint_key)
     waiting = (
-        [p.part for p in parts if not is_ready(observed[p.part])]
+        [p.part for p in parts if not _still_ready(observed[p.part], published)]
         if any(observed.values())
         else ["its workload to be created"]
     )
@@ -276,6 +277,21 @@ def _compose_cluster(
     endpoint_ready = is_ready(rec.observed(endpoint_key))
     rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
     return Placed(cluster_name, replicas, ready, (), endpoint_ready, refused, rendered.notes)
+
+
+def _still_ready(observed: dict[str, object] | None, published: bool) -> bool:
+    """Whether a workload part lets the cluster's endpoint be (or stay) published.
+
+    Ready says yes, an explicit Ready=False or a missing object says no. An
+    object observed without any Ready condition (its status momentarily
+    missing, as when a provider restarts) says nothing: an endpoint already
+    published stays, rather than flapping every route to this cluster.
+    """
+    if observed is None:
+        return False
+    if is_ready(observed) or has_condition(observed, "Ready", "False"):
+        return is_ready(observed)
+    return published
 
 
 def _refused(

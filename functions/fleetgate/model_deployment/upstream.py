@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fleetgate.core.observed import dig
+
 # The two ways an API server says "I do not know this field".
 STRICT_DECODING = "strict decoding error: unknown field"
 NOT_IN_SCHEMA = "field not declared in schema"
@@ -34,8 +36,8 @@ BUILT_IN_GROUPS = frozenset({"", "apps", "rbac.authorization.k8s.io", "discovery
 
 
 def _synced_false_message(observed: Mapping[str, Any] | None) -> str | None:
-    conditions = ((observed or {}).get("status") or {}).get("conditions") or []
-    for condition in conditions:
+    conditions = dig(observed, "status", "conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
         if (
             isinstance(condition, dict)
             and condition.get("type") == "Synced"

@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from fleetgate.core.models import EngineType, ServingProvider
-from fleetgate.core.observed import remote_manifest
+from fleetgate.core.observed import dig, remote_manifest
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.overrides import (
@@ -240,5 +240,5 @@ class Dynamo(Renderer):
         return Rendered(parts=tuple(parts), backend_ref=backend)
 
     def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
-        status = (remote_manifest(observed.get(PART)) or {}).get("status") or {}
-        return replicas if status.get("state") == READY_STATE else 0
+        state = dig(remote_manifest(observed.get(PART)), "status", "state")
+        return replicas if state == READY_STATE else 0

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from fleetgate.core.observed import has_condition, remote_manifest
+from fleetgate.core.observed import dig, has_condition, remote_manifest
 from fleetgate.model_deployment.overrides import (
     NodeSelector,
     PodMetadata,
@@ -136,8 +136,7 @@ def engine_service(workload: Workload) -> Manifest:
 
 def ready_engine_replicas(observed: Mapping[str, Manifest | None]) -> int:
     """Ready replicas of the engine Deployment, as the cluster last reported them."""
-    status = (remote_manifest(observed.get(ENGINE_PART)) or {}).get("status") or {}
-    ready = status.get("readyReplicas")
+    ready = dig(remote_manifest(observed.get(ENGINE_PART)), "status", "readyReplicas")
     # Numbers arrive as floats: a protobuf Struct has no integers.
     if isinstance(ready, bool) or not isinstance(ready, int | float) or ready < 0:
         return 0
