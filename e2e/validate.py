@@ -15,11 +15,12 @@ What is checked, and by whom:
   ``spec.forProvider.manifest``, which its schema leaves free-form. That
   manifest is unwrapped and validated as an object of its own; its errors name
   the Object it came from.
-* Core Kubernetes kinds (``CORE_KINDS``) have no CRD. They are not sent to the
-  CLI; they get a minimal structural check here instead: apiVersion, kind,
-  metadata.name, ObjectMeta keys, and the allowed top-level fields of the kind
-  (plus string maps for ConfigMap/Secret data and EndpointSlice's address type).
-  Their ``spec`` is not checked field by field.
+* Built-in Kubernetes kinds have no CRD: those Fleetgate composes (Deployment,
+  Service, ConfigMap, Secret, …) are checked against Kubernetes' own published
+  OpenAPI schema, turned into CRDs by ``e2e/coreschemas.py`` from the pinned
+  ``k8s.io/kubernetes`` module. ``CORE_KINDS`` without such a schema (a
+  CustomResourceDefinition manifest) get a minimal structural check here:
+  apiVersion, kind, metadata.name, ObjectMeta keys and allowed top-level fields.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from e2e import crds
+from e2e import coreschemas, crds
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CLI = REPO / ".cache" / "bin" / "crossplane"
@@ -265,7 +266,7 @@ def _collect(obj: object, index: int, label: str, *, depth: int, into: list[_Ite
     if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
         return errors  # the CLI cannot even load an object without these
     core = CORE_KINDS.get((obj["apiVersion"], obj["kind"]))
-    if core is not None:
+    if core is not None and (obj["apiVersion"], obj["kind"]) not in coreschemas.COVERED:
         return errors + [f"{item.label}: {e}" for e in _check_core(obj, core)]
     into.append(item)
     if WRAPPERS.get(obj["apiVersion"]) == obj["kind"]:
@@ -372,7 +373,12 @@ def validate(
         crd_root = crd_dir if crd_dir is not None else crds.fetch()
     except crds.FetchError as exc:
         raise ValidatorUnavailableError(f"the pinned CRD set is unavailable: {exc}") from exc
-    extensions = schema_files(crd_root)
+    try:
+        extensions = schema_files(crd_root) + coreschemas.fetch()
+    except coreschemas.CoreSchemaError as exc:
+        raise ValidatorUnavailableError(
+            f"the built-in kinds' schemas are unavailable: {exc}"
+        ) from exc
     for extra in extra_schema_files:
         if not Path(extra).is_file():
             raise ValidatorUnavailableError(f"schema file {extra} does not exist")

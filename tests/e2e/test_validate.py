@@ -75,6 +75,21 @@ def config_map(**extra: Any) -> Obj:
     }
 
 
+def deployment(containers: list[Obj]) -> Obj:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "engine", "namespace": "fleet"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "engine"}},
+            "template": {
+                "metadata": {"labels": {"app": "engine"}},
+                "spec": {"containers": containers},
+            },
+        },
+    }
+
+
 def without_name(obj: Obj) -> Obj:
     copy = deepcopy(obj)
     del copy["metadata"]["name"]
@@ -161,7 +176,28 @@ CASES = {
     "valid core config map": Case([config_map()]),
     "core config map with an unknown field and a number": Case(
         [config_map(spec={}, data={"replicas": 3})],
-        [('unknown field: "spec"',), ("data.replicas", "must be a string")],
+        [('unknown field: "spec"',), ("data.replicas", "must be of type string")],
+    ),
+    # Built-in kinds are checked against Kubernetes' own published schema
+    # (e2e/coreschemas.py), down to a container's fields.
+    "deployment with an unknown container field": Case(
+        [deployment(containers=[{"name": "engine", "image": "vllm", "gpus": 1}])],
+        [("objects[0] Deployment fleet/engine", "containers[0].gpus", 'unknown field: "gpus"')],
+    ),
+    "valid deployment with GPUs, probes and an int-or-string port": Case(
+        [
+            deployment(
+                containers=[
+                    {
+                        "name": "engine",
+                        "image": "vllm",
+                        "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "16Gi"}},
+                        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}},
+                        "ports": [{"name": "http", "containerPort": 8000}],
+                    }
+                ]
+            )
+        ]
     ),
     "core kind without a name": Case(
         [without_name(config_map())],
