@@ -147,3 +147,19 @@ def test_garbage_composite_is_fatal(xr: dict[str, Any]) -> None:
     out = run(read, request(xr))
     assert len(out.fatal) == 1
     assert out.fatal[0].startswith("invalid ")
+
+
+def test_malformed_required_resources_give_one_answer_whatever_their_order() -> None:
+    def probe(rec: Reconcile) -> None:
+        rec.require_all(
+            "clusters", Selector("fleetgate.dev/v1alpha1", "InferenceCluster"), InferenceCluster
+        )
+
+    broken = [
+        {**XR, "metadata": {"name": name}, "spec": {"credentials": {}}} for name in ("a", "b")
+    ]
+    answers = {
+        tuple(run(probe, request(XR, required={"clusters": order})).fatal)
+        for order in (broken, broken[::-1])
+    }
+    assert len(answers) == 1

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core import structs
+from fleetgate.core.errors import InputError
 from fleetgate.core.models import C, Model, parse
 from fleetgate.core.secrets import scrub_secret
 
@@ -104,7 +105,16 @@ class Reconcile:
         items = self.require(key, selector)
         if items is None:
             return None
-        return [parse(model, item, describe_object(item, selector.kind)) for item in items]
+        parsed, problems = [], []
+        for item in items:
+            try:
+                parsed.append(parse(model, item, describe_object(item, selector.kind)))
+            except InputError as err:
+                problems.append(str(err))
+        if problems:
+            # The same answer whatever order Crossplane lists the objects in.
+            raise InputError(min(problems))
+        return parsed
 
     def observed(self, name: str) -> dict[str, Any] | None:
         """A composed resource as Crossplane observed it, or None."""
