@@ -154,16 +154,21 @@ def crd(spec: dict[str, Any], row: tuple[str, str, str, str, str, str]) -> Schem
 def _module_dir() -> Path:
     """The pinned module's files, downloaded by the go command and checked against SUM."""
     env = {**os.environ, "GOFLAGS": "-mod=mod", "GOWORK": "off", "GOTOOLCHAIN": "local"}
-    with tempfile.TemporaryDirectory(prefix="fleetgate-k8s-") as tmp:
-        proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"{MODULE}@{VERSION}"],
-            cwd=tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+    try:
+        with tempfile.TemporaryDirectory(prefix="fleetgate-k8s-") as tmp:
+            proc = subprocess.run(
+                ["go", "mod", "download", "-json", f"{MODULE}@{VERSION}"],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
+    except FileNotFoundError as exc:
+        raise CoreSchemaError("the `go` command is not on PATH; Go 1.25+ is needed") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CoreSchemaError(f"go mod download {MODULE}@{VERSION} timed out") from exc
     info = json.loads(proc.stdout or "{}")
     if proc.returncode != 0 or info.get("Error"):
         raise CoreSchemaError(
