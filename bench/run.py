@@ -187,6 +187,7 @@ def cold_starts(
     is sent the first of those.
     """
     print(f"== cold start ({runs} x {len(scripts) + 1} processes)", flush=True)
+    processes.byte_compile()
     samples: dict[str, list[processes.Start]] = {MINIMAL: [], **{s: [] for s in scripts}}
     for _ in range(runs):
         for script, taken in samples.items():
