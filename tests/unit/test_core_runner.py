@@ -163,3 +163,85 @@ def test_malformed_required_resources_give_one_answer_whatever_their_order() -> 
         for order in (broken, broken[::-1])
     }
     assert len(answers) == 1
+
+
+CLUSTERS = Selector("fleetgate.dev/v1alpha1", "InferenceCluster")
+
+
+def _cluster(name: str, **spec: Any) -> dict[str, Any]:
+    return {**XR, "metadata": {"name": name}, "spec": spec or XR["spec"]}
+
+
+def test_require_by_name_validates_only_what_is_read() -> None:
+    seen: dict[str, Any] = {}
+
+    def probe(rec: Reconcile) -> None:
+        found = rec.require_by_name("clusters", CLUSTERS, InferenceCluster)
+        assert found is not None
+        seen.update(names=list(found), eu=found.get("eu"), missing=found.get("nowhere"))
+
+    # An unrelated malformed cluster does not stop a function that never reads it.
+    out = run(
+        probe, request(XR, required={"clusters": [_cluster("zz", credentials={}), _cluster("eu")]})
+    )
+    assert out.fatal == []
+    assert seen["names"] == ["eu", "zz"], "listed by name, whatever Crossplane's order"
+    assert seen["eu"].metadata.name == "eu"
+    assert seen["missing"] is None
+
+
+def test_require_by_name_names_a_malformed_resource_when_it_is_read() -> None:
+    def probe(rec: Reconcile) -> None:
+        found = rec.require_by_name("clusters", CLUSTERS, InferenceCluster)
+        assert found is not None
+        found.get("broken")
+
+    out = run(probe, request(XR, required={"clusters": [_cluster("broken", credentials={})]}))
+    assert len(out.fatal) == 1
+    assert "InferenceCluster broken" in out.fatal[0]
+    assert "spec.credentials" in out.fatal[0]
+
+
+def test_require_by_name_refuses_a_name_listed_twice_and_tells_unresolved() -> None:
+    def probe(rec: Reconcile) -> None:
+        assert rec.require_by_name("clusters", CLUSTERS, InferenceCluster) is None
+
+    assert run(probe, request(XR)).fatal == []
+
+    def twice(rec: Reconcile) -> None:
+        rec.require_by_name("clusters", CLUSTERS, InferenceCluster)
+
+    out = run(twice, request(XR, required={"clusters": [_cluster("eu"), _cluster("eu")]}))
+    assert out.fatal == ["required InferenceClusters: eu appears more than once"]
+
+
+@pytest.mark.parametrize(
+    ("where", "fragment"),
+    [
+        ("xr", "the XR: spec.weight"),
+        ("required", "required resource clusters[1]: status.capacity.gpus[0]"),
+    ],
+)
+def test_a_number_json_cannot_hold_is_a_fatal_result_naming_where(
+    where: str, fragment: str
+) -> None:
+    def read_everything(rec: Reconcile) -> None:
+        rec.composite(InferenceCluster)
+        rec.require_all("clusters", CLUSTERS, InferenceCluster)
+
+    req = request(XR, required={"clusters": [_cluster("a"), _cluster("b")]})
+    if where == "xr":
+        req.observed.composite.resource.fields["spec"].struct_value.fields[
+            "weight"
+        ].number_value = float("nan")
+    else:
+        broken = req.required_resources["clusters"].items[1].resource
+        broken.update({"status": {"capacity": {"gpus": [0]}}})
+        gpus = broken.fields["status"].struct_value.fields["capacity"].struct_value.fields["gpus"]
+        gpus.list_value.values[0].number_value = float("inf")
+    out = run(read_everything, req)
+    assert out.fatal == [
+        f"the request holds a number JSON cannot hold (NaN or Infinity) at {fragment}; "
+        "nothing was changed"
+    ]
+    assert out.desired == {}

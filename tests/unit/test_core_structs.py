@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
 from fleetgate.core.function import Reconcile
-from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.core.observed import dig, has_condition, is_ready, remote_manifest
 from fleetgate.core.runner import run_composer
 from tests.support import request
 
@@ -125,6 +125,50 @@ def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
     assert not rec.observed_ready("other")
     assert rec.observed_remote_exists("r") == (remote_manifest(rec.observed("r")) is not None)
     assert not rec.observed_remote_exists("other")
+    # The reduced state reads as the whole Object does for everything it keeps.
+    state, full = rec.observed_state("r"), rec.observed("r")
+    assert rec.observed_state("other") is None
+    assert state is not None
+    for type_, status in [("Ready", "True"), ("Ready", "False"), ("Synced", "True")]:
+        assert has_condition(state, type_, status) == has_condition(full, type_, status)
+    for path in [("kind",), ("status", "conditions"), ("metadata", "name")]:
+        assert dig(state, *path) == dig(full, *path)
+    for path in [("kind",), ("apiVersion",), ("metadata", "name"), ("status",)]:
+        assert dig(remote_manifest(state), *path) == dig(remote_manifest(full), *path)
+
+
+def test_observed_state_leaves_out_the_remote_spec_and_the_desired_copy() -> None:
+    remote = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "engine", "namespace": "ns", "managedFields": [{"big": "x"}]},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "vllm"}]}}},
+        "status": {"readyReplicas": 2.0},
+    }
+    observed = {
+        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+        "kind": "Object",
+        "metadata": {"name": "o", "annotations": {"a": "b"}},
+        "spec": {"forProvider": {"manifest": remote}},
+        "status": {"conditions": [_cond("Ready", "True")], "atProvider": {"manifest": remote}},
+    }
+    rec = Reconcile(request({"kind": "X"}, observed={"r": observed}), run_composer_rsp())
+    assert rec.observed_state("r") == {
+        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+        "kind": "Object",
+        "metadata": {"name": "o"},
+        "status": {
+            "conditions": [_cond("Ready", "True")],
+            "atProvider": {
+                "manifest": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "engine", "namespace": "ns"},
+                    "status": {"readyReplicas": 2.0},
+                }
+            },
+        },
+    }
 
 
 def run_composer_rsp() -> Any:

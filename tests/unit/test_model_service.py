@@ -736,6 +736,12 @@ MALFORMED: list[tuple[str, dict[str, Any], Required | None, str]] = [
         "InferenceGateway broken",
     ),
     (
+        "the serving gateway's cluster without credentials",
+        service(entry(app="x")),
+        fleet([], clusters=[{**cluster("edge"), "spec": {}}]),
+        "InferenceCluster edge",
+    ),
+    (
         "endpoint without origin",
         service(entry(app="x")),
         fleet([{"metadata": {"name": "broken", "namespace": NS}, "spec": {}}]),
@@ -760,3 +766,14 @@ def test_bad_input_is_a_fatal_result_naming_the_field(
     assert len(out.fatal) == 1
     assert field in out.fatal[0]
     assert out.desired == {}
+
+
+def test_a_malformed_cluster_nothing_uses_does_not_stop_the_route() -> None:
+    # Only the clusters of the selecting gateways and of fleet-hosted
+    # endpoints are read; a broken one elsewhere in the fleet is not ours.
+    required = canary_fleet()
+    baseline = run(compose, request(CANARY, required=required))
+    required["clusters"] = [*required["clusters"], {**cluster("zz"), "spec": {}}]
+    out = run(compose, request(CANARY, required=required))
+    assert out.fatal == []
+    assert out.desired == baseline.desired

@@ -11,15 +11,16 @@ plumbing, and so that the rules every function must follow live in one place:
 * messages are bounded, and no value is read from a Secret but presence.
 """
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core import structs
-from fleetgate.core.errors import InputError
-from fleetgate.core.models import C, Model, parse
-from fleetgate.core.secrets import scrub_secret
+from fleetgate.core.errors import InputError, refuse_duplicates
+from fleetgate.core.models import C, Model, parse, wire_fields
+from fleetgate.core.secrets import SecretKeys, scrub_secret
 
 Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
@@ -44,6 +45,20 @@ def describe_object(data: dict[str, Any], default_kind: str) -> str:
 def bounded(message: str) -> str:
     """Keep messages readable and within what a condition or event accepts."""
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
+
+
+_REMOTE = ("status", "atProvider", "manifest")
+_STATE_PATHS = (
+    ("apiVersion",),
+    ("kind",),
+    ("metadata", "name"),
+    ("status", "conditions"),
+    (*_REMOTE, "apiVersion"),
+    (*_REMOTE, "kind"),
+    (*_REMOTE, "metadata", "name"),
+    (*_REMOTE, "metadata", "namespace"),
+    (*_REMOTE, "status"),
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,40 @@ class Selector:
         return sel
 
 
+class ByName(Mapping[str, C]):
+    """Required resources of one kind by name; each converted and validated when first read.
+
+    For a function that needs a few of many: a ModelService reads the
+    InferenceClusters of the gateways that select it and of its endpoints,
+    not every cluster in the fleet Crossplane lists, and pays for those few.
+    A malformed resource is an InputError naming it when it is read; one the
+    function never reads cannot stop it. A name listed twice is refused at
+    once, as ``require_all`` callers do.
+    """
+
+    def __init__(self, model: type[C], kind: str, found: list[Any]) -> None:
+        names = []
+        for raw in found:
+            name = structs.lookup(raw, "metadata", "name")
+            names.append(name.string_value if name is not None else "")
+        refuse_duplicates(f"{kind}s", names)
+        self._model, self._kind = model, kind
+        self._raw = dict(zip(names, found, strict=True))
+        self._parsed: dict[str, C] = {}
+
+    def __getitem__(self, name: str) -> C:
+        if name not in self._parsed:
+            data = structs.to_dict(self._raw[name], only=wire_fields(self._model))
+            self._parsed[name] = parse(self._model, data, describe_object(data, self._kind))
+        return self._parsed[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._raw))
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 @dataclass
 class Reconcile:
     """The request being answered and the response being built."""
@@ -87,26 +136,31 @@ class Reconcile:
 
     def composite(self, model: type[C]) -> C:
         """The observed XR as a typed model; InputError names a malformed field."""
-        data = self.observed_composite
+        data = structs.to_dict(self.req.observed.composite.resource, only=wire_fields(model))
         return parse(model, data, describe_object(data, model.__name__))
 
     def require(self, key: str, selector: Selector) -> list[dict[str, Any]] | None:
         """Declare a requirement; return the resources, or None while unresolved."""
+        found = self._declare(key, selector)
+        return None if found is None else [structs.to_dict(s) for s in found]
+
+    def _declare(self, key: str, selector: Selector) -> list[Any] | None:
+        """Declare a requirement; the resources' Structs, or None while unresolved."""
         self.rsp.requirements.resources[key].CopyFrom(selector.to_proto())
         if key not in self.req.required_resources:
             return None
-        return [structs.to_dict(item.resource) for item in self.req.required_resources[key].items]
+        return [item.resource for item in self.req.required_resources[key].items]
 
     def require_all(self, key: str, selector: Selector, model: type[C]) -> list[C] | None:
         """Like ``require``, each resource validated as ``model``.
 
         A malformed required resource is an InputError naming it and the field.
         """
-        items = self.require(key, selector)
-        if items is None:
+        found = self._declare(key, selector)
+        if found is None:
             return None
         parsed, problems = [], []
-        for item in items:
+        for item in (structs.to_dict(s, only=wire_fields(model)) for s in found):
             try:
                 parsed.append(parse(model, item, describe_object(item, selector.kind)))
             except InputError as err:
@@ -116,11 +170,34 @@ class Reconcile:
             raise InputError(min(problems))
         return parsed
 
+    def require_secrets(self, key: str, selector: Selector) -> list[SecretKeys] | None:
+        """Like ``require`` for Secrets: each one's name and key names, never a value."""
+        found = self._declare(key, selector)
+        return None if found is None else [SecretKeys.of(s) for s in found]
+
+    def require_by_name(self, key: str, selector: Selector, model: type[C]) -> ByName[C] | None:
+        """Like ``require_all``, keyed by name and validated only as each is read."""
+        found = self._declare(key, selector)
+        return None if found is None else ByName(model, selector.kind, found)
+
     def observed(self, name: str) -> dict[str, Any] | None:
         """A composed resource as Crossplane observed it, or None."""
         if name not in self.req.observed.resources:
             return None
         return structs.to_dict(self.req.observed.resources[name].resource)
+
+    def observed_state(self, name: str) -> dict[str, Any] | None:
+        """What says how a composed provider-kubernetes Object is doing, or None if unobserved.
+
+        The Object reduced to its identity, its conditions (Ready, Synced and
+        their messages) and the remote object's identity and status: the same
+        shape as ``observed(name)``, so ``is_ready``, ``remote_manifest`` and
+        ``dig`` read it alike, without converting the two copies of the remote
+        spec (desired and as applied) that are most of a workload's Object.
+        """
+        if name not in self.req.observed.resources:
+            return None
+        return structs.pick(self.req.observed.resources[name].resource, _STATE_PATHS)
 
     def has_observed(self, name: str) -> bool:
         """Whether Crossplane observed a composed resource ``name`` (cheaper than ``observed``)."""

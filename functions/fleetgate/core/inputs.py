@@ -1,7 +1,6 @@
 """A function's Composition input: the step's ``input``, typed and validated at the edge."""
 
-from crossplane.function import resource
-
+from fleetgate.core import structs
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import C, parse
 
@@ -15,7 +14,7 @@ def function_input(rec: Reconcile, model: type[C], default: C) -> C:
     """
     if not rec.req.HasField("input") or not rec.req.input.fields:
         return default
-    data = resource.struct_to_dict(rec.req.input)
+    data = structs.to_dict(rec.req.input)
     kind = data.get("kind")
     label = kind[:63] if isinstance(kind, str) else "?"
     return parse(model, data, f"Composition input {label}")

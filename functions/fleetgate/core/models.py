@@ -13,6 +13,7 @@ snake_case. Unknown fields are ignored (Crossplane adds its own under
 ``spec.crossplane``), wrong types and missing required fields are not.
 """
 
+import functools
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -408,6 +409,17 @@ class ModelRoute(Composite):
 
 
 C = TypeVar("C", bound=Model)
+
+
+@functools.cache
+def wire_fields(model: type[Model]) -> tuple[str, ...]:
+    """The top-level keys ``model`` reads, as they are spelled on the wire.
+
+    Converting only these from a resource's Struct skips what the model would
+    ignore anyway: an XR's status (conditions with their messages) is most of
+    a small XR, and most XR models do not read it.
+    """
+    return tuple(f.alias or name for name, f in model.model_fields.items())
 
 
 def parse(model: type[C], data: Any, where: str) -> C:

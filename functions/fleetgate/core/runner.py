@@ -37,6 +37,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
+from fleetgate.core import structs
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile
 
@@ -64,6 +65,12 @@ def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFun
     except InputError as err:
         rsp = response.to(req)
         Reconcile(req, rsp).fatal(str(err))
+    except structs.NotJSONError:
+        rsp = response.to(req)
+        Reconcile(req, rsp).fatal(
+            f"the request holds a number JSON cannot hold (NaN or Infinity) at {_not_json(req)}; "
+            "nothing was changed"
+        )
     except Exception as err:
         # Frames only, never the exception's text: it may quote input values.
         logging.get_logger().error(
@@ -75,6 +82,21 @@ def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFun
         # The type only: an exception's text may quote input, Secrets included.
         Reconcile(req, rsp).fatal(f"internal error ({type(err).__name__}); see the function's logs")
     return rsp
+
+
+def _not_json(req: fnv1.RunFunctionRequest) -> str:
+    """Where in the request the first number JSON cannot hold is, for the fatal result."""
+    places = [("the XR", req.observed.composite.resource), ("the step's input", req.input)]
+    for key in sorted(req.required_resources):
+        for i, item in enumerate(req.required_resources[key].items):
+            places.append((f"required resource {key}[{i}]", item.resource))
+    for name in sorted(req.observed.resources):
+        places.append((f"observed resource {name}", req.observed.resources[name].resource))
+    for where, struct in places:
+        path = structs.first_not_json(struct)
+        if path is not None:
+            return f"{where}: {path}"
+    return "an unknown place"
 
 
 def encode(rsp: fnv1.RunFunctionResponse) -> bytes:

@@ -8,9 +8,13 @@ values are never read), and scrubs any value provider-kubernetes wrote back
 into an Object it observed before carrying that Object over.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf import struct_pb2  # type: ignore[import-untyped]
+
 from fleetgate.core.observed import dig
+from fleetgate.core.structs import lookup
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _VALUE_FIELDS = ("data", "stringData")
@@ -36,11 +40,28 @@ def secret_patch(
     }
 
 
-def secret_keys(secret: dict[str, Any]) -> list[str]:
-    """The keys a Secret holds, sorted; its values are never looked at."""
-    maps = [secret.get(field) for field in _VALUE_FIELDS]
-    keys = {str(k) for held in maps if isinstance(held, dict) for k in held}
-    return sorted(keys)
+@dataclass(frozen=True)
+class SecretKeys:
+    """A Secret as a function sees it: its name and the names of its keys.
+
+    Built straight from the request's Struct, so no value is ever converted,
+    copied or held by a function: there is none to leak, and a Secret of many
+    large keys costs no more to read than one of a few.
+    """
+
+    name: str
+    keys: frozenset[str]
+
+    @classmethod
+    def of(cls, struct: struct_pb2.Struct) -> "SecretKeys":
+        name = lookup(struct, "metadata", "name")
+        keys: set[str] = set()
+        for field in _VALUE_FIELDS:
+            held = lookup(struct, field)
+            if held is not None and held.WhichOneof("kind") == "struct_value":
+                keys.update(held.struct_value.fields.keys())
+        text = name.string_value if name is not None else ""
+        return cls(text, frozenset(keys))
 
 
 def scrub_secret(obj: dict[str, Any]) -> bool:

@@ -13,7 +13,7 @@ ValueError for a number JSON cannot hold or a value a Struct cannot hold.
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
@@ -27,11 +27,24 @@ _STRING, _STRUCT, _LIST, _NUMBER, _BOOL = (
 )
 
 
-def to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
-    """``struct`` as a dict; the same as the SDK's ``resource.struct_to_dict``."""
+class NotJSONError(ValueError):
+    """A Struct holds a number JSON cannot (NaN or an infinity).
+
+    No Kubernetes object can hold one (the API server speaks JSON), so only a
+    malformed request carries it; ``first_not_json`` says where.
+    """
+
+
+def to_dict(struct: struct_pb2.Struct, only: Iterable[str] | None = None) -> dict[str, Any]:
+    """``struct`` as a dict; the same as the SDK's ``resource.struct_to_dict``.
+
+    With ``only``, just those top-level keys (the ones present), in that order.
+    """
     # Keys, then lookups: a protobuf map's items() is a pure-Python view that
     # does the same lookups one generator step at a time.
     fields = struct.fields
+    if only is not None:
+        return {key: _plain(fields[key]) for key in only if key in fields}
     return {key: _plain(fields[key]) for key in fields}
 
 
@@ -48,11 +61,34 @@ def _plain(value: struct_pb2.Value) -> Any:
     if kind == _NUMBER:
         number = value.number_value
         if not math.isfinite(number):
-            raise ValueError(f"a Struct number must be finite for JSON, not {number}")
+            raise NotJSONError(f"a Struct number must be finite for JSON, not {number}")
         return number
     if kind == _BOOL:
         return value.bool_value
     return None  # null_value, or a Value with nothing set (as json_format reads it)
+
+
+def first_not_json(struct: struct_pb2.Struct, path: str = "") -> str | None:
+    """The path (``spec.endpoints[2].weight``) of the first number JSON cannot hold, or None."""
+    for key in sorted(struct.fields):
+        found = _not_json(struct.fields[key], f"{path}.{key}" if path else key)
+        if found is not None:
+            return found
+    return None
+
+
+def _not_json(value: struct_pb2.Value, path: str) -> str | None:
+    kind = value.WhichOneof("kind")
+    if kind == _NUMBER:
+        return None if math.isfinite(value.number_value) else path
+    if kind == _STRUCT:
+        return first_not_json(value.struct_value, path)
+    if kind == _LIST:
+        for i, item in enumerate(value.list_value.values):
+            found = _not_json(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def update(struct: struct_pb2.Struct, data: Mapping[str, Any]) -> None:
@@ -103,6 +139,24 @@ def lookup(struct: struct_pb2.Struct, *path: str) -> struct_pb2.Value | None:
         value = fields[key]
         fields = value.struct_value.fields if value.WhichOneof("kind") == _STRUCT else None
     return value
+
+
+def pick(struct: struct_pb2.Struct, paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+    """Only the values at ``paths``, as plain data nested as they are in ``struct``.
+
+    A path that is missing, or passes through something other than a Struct,
+    is left out.
+    """
+    out: dict[str, Any] = {}
+    for path in paths:
+        value = lookup(struct, *path)
+        if value is None:
+            continue
+        node = out
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = _plain(value)
+    return out
 
 
 def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -> bool:

@@ -12,7 +12,6 @@ from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
-from fleetgate.core.secrets import secret_keys
 from fleetgate.inference_gateway.resolution import Peer
 
 CLUSTER: Final = "cluster"
@@ -109,7 +108,7 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Block
         # The XRD requires a label; an empty selector would make every Secret
         # in fleetgate-system (kubeconfigs included) a caller key.
         raise InputError("spec.auth.secretSelector.matchLabels: at least one label is required")
-    secrets = rec.require(
+    secrets = rec.require_secrets(
         CALLERS, Selector("v1", "Secret", labels=labels, namespace=SYSTEM_NAMESPACE)
     )
     selector = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
@@ -120,12 +119,12 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Block
         )
     sources: dict[str, str] = {}
     shadowed: set[str] = set()
-    for secret in sorted(secrets, key=_name):
-        for key in secret_keys(secret):
+    for secret in sorted(secrets, key=lambda s: s.name):
+        for key in sorted(secret.keys):
             if key in sources:
                 shadowed.add(key)
             else:
-                sources[key] = _name(secret)
+                sources[key] = secret.name
     if not sources:
         return Blocked(
             "NoCallerKeys",
@@ -145,14 +144,14 @@ def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Blocke
         raise InputError("spec.tls.certificateRefs: names must be unique")
     waiting, missing, invalid = [], [], []
     for ref in refs:
-        found = rec.require(
+        found = rec.require_secrets(
             tls_requirement(ref), Selector("v1", "Secret", name=ref, namespace=SYSTEM_NAMESPACE)
         )
         if found is None:
             waiting.append(ref)
         elif not found:
             missing.append(ref)
-        elif not set(TLS_CERT_KEYS) <= set(secret_keys(found[0])):
+        elif not set(TLS_CERT_KEYS) <= found[0].keys:
             invalid.append(ref)
     where = f"in {SYSTEM_NAMESPACE}"
     if missing:

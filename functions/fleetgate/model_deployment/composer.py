@@ -219,7 +219,7 @@ def _compose_cluster(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref
     )
     parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
-    observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
+    observed = {p.part: rec.observed_state(naming.resource(cluster_name, p.part)) for p in parts}
     ready = min(provider.ready_replicas(observed, replicas), replicas)
     endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
     refused = _refused(cluster_name, parts, observed)
@@ -233,7 +233,7 @@ def _compose_cluster(
             replicas,
             ready,
             ("the cluster's providerConfigRef",),
-            endpoint_key in kept and is_ready(rec.observed(endpoint_key)),
+            endpoint_key in kept and rec.observed_ready(endpoint_key),
             refused,
             rendered.notes,
         )
@@ -250,7 +250,7 @@ def _compose_cluster(
     published = rec.has_observed(endpoint_key)
     waiting = (
         [p.part for p in parts if not _still_ready(observed[p.part], published)]
-        if any(observed.values())
+        if any(state is not None for state in observed.values())
         else ["its workload to be created"]
     )
     closed = placement.closed(fleet.view(cluster, 0))
@@ -274,7 +274,7 @@ def _compose_cluster(
         served_model=engine.served_model_name(namespace, name),
         labels=labels,
     )
-    endpoint_ready = is_ready(rec.observed(endpoint_key))
+    endpoint_ready = rec.observed_ready(endpoint_key)
     rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
     return Placed(cluster_name, replicas, ready, (), endpoint_ready, refused, rendered.notes)
 

@@ -7,7 +7,6 @@ endpoint that needs an API key is usable only once the key is there.
 
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import ModelEndpoint
-from fleetgate.core.secrets import secret_keys
 
 CONDITION = "EndpointReady"
 CREDENTIAL = "credential"
@@ -22,12 +21,14 @@ def compose(rec: Reconcile) -> None:
 
     namespace = endpoint.metadata.namespace
     where = f"Secret {namespace}/{ref.name}"
-    secrets = rec.require(CREDENTIAL, Selector("v1", "Secret", name=ref.name, namespace=namespace))
+    secrets = rec.require_secrets(
+        CREDENTIAL, Selector("v1", "Secret", name=ref.name, namespace=namespace)
+    )
     if secrets is None:
         _not_ready(rec, "WaitingForCredential", f"waiting for Crossplane to look up {where}")
     elif not secrets:
         _not_ready(rec, "CredentialMissing", f"{where} does not exist")
-    elif ref.key not in secret_keys(secrets[0]):
+    elif ref.key not in secrets[0].keys:
         # Only the key's presence is read; its value never leaves the Secret.
         _not_ready(rec, "CredentialMissing", f"{where} has no key {ref.key!r}")
     else:

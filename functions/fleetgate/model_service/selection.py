@@ -8,7 +8,6 @@ without a word.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import Field
 
@@ -24,7 +23,7 @@ from fleetgate.core.models import (
     ModelEndpoint,
     ServiceEndpointEntry,
 )
-from fleetgate.core.secrets import secret_keys
+from fleetgate.core.secrets import SecretKeys
 from fleetgate.model_service.origin import Origin, OriginError, parse_origin
 from fleetgate.model_service.weights import renumber, tier_weights
 
@@ -41,7 +40,7 @@ class EndpointStatus(Model):
 class SelectedEndpoint(ModelEndpoint):
     """A ModelEndpoint as required: the spec, and the status compose-model-endpoint wrote."""
 
-    status: EndpointStatus = EndpointStatus()
+    status: EndpointStatus = Field(default_factory=EndpointStatus)
 
     @property
     def ready(self) -> Condition | None:
@@ -235,7 +234,7 @@ def wanted_credentials(routable: Sequence[Routable]) -> list[str]:
 
 
 def check_credentials(
-    screening: Screening, secrets: Mapping[str, dict[str, Any] | None], namespace: str
+    screening: Screening, secrets: Mapping[str, SecretKeys | None], namespace: str
 ) -> None:
     """Leave out endpoints whose Secret or key is missing (``secrets[name]`` None = absent).
 
@@ -250,7 +249,7 @@ def check_credentials(
             if secret is None:
                 screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} does not exist")
                 continue
-            if ref.key not in secret_keys(secret):
+            if ref.key not in secret.keys:
                 screening.leave_out(routable.name, NO_CREDENTIAL, f"{where} has no key {ref.key!r}")
                 continue
         keep.append(routable)

@@ -8,12 +8,11 @@ ModelRoute per serving gateway carrying that gateway's finished route
 once every gateway that selects the service has accepted its route.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crossplane.function import resource
-
+from fleetgate.core import structs
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
@@ -66,7 +65,7 @@ def compose(rec: Reconcile) -> None:
 @dataclass(frozen=True)
 class Inputs:
     gateways: list[InferenceGateway]
-    clusters: dict[str, InferenceCluster]
+    clusters: Mapping[str, InferenceCluster]
     matched: list[list[SelectedEndpoint]]
 
 
@@ -75,7 +74,9 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     gateways = rec.require_all(
         GATEWAYS, Selector(API_VERSION, "InferenceGateway"), InferenceGateway
     )
-    clusters = rec.require_all(
+    # Every cluster is listed, but only those of the selecting gateways and of
+    # fleet-hosted endpoints are read (see ByName).
+    clusters = rec.require_by_name(
         CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
     )
     matched = [
@@ -102,14 +103,11 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     # Keyed and deduplicated by name below: a name listed twice would make the
     # route depend on the order Crossplane listed them in.
     refuse_duplicates("InferenceGateways", [g.metadata.name for g in gateways])
-    refuse_duplicates("InferenceClusters", [c.metadata.name for c in clusters])
     for i, found in enumerate(matched):
         refuse_duplicates(
             f"ModelEndpoints of spec.endpoints[{i}]", [e.metadata.name for e in found or []]
         )
-    return Inputs(
-        gateways, {c.metadata.name: c for c in clusters}, [found or [] for found in matched]
-    )
+    return Inputs(gateways, clusters, [found or [] for found in matched])
 
 
 def _screen_endpoints(
@@ -122,7 +120,7 @@ def _screen_endpoints(
     """
     screening = screen_endpoints(xr.spec.endpoints, inputs.matched, inputs.clusters)
     secrets = {
-        name: rec.require(
+        name: rec.require_secrets(
             credential_key(name), Selector("v1", "Secret", name=name, namespace=service.namespace)
         )
         for name in wanted_credentials(screening.routable)
@@ -232,7 +230,7 @@ def _observed_status(rec: Reconcile, name: str) -> dict[str, Any] | None:
     if name not in rec.req.observed.resources:
         return None
     status = rec.req.observed.resources[name].resource.fields.get("status")
-    return resource.struct_to_dict(status.struct_value) if status else {}
+    return structs.to_dict(status.struct_value) if status else {}
 
 
 def _no_endpoints_message(screening: Screening) -> str:
