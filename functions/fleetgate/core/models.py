@@ -29,10 +29,20 @@ Labels = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_le
 
 
 class Model(BaseModel):
-    """Base: camelCase on the wire, extra fields ignored, values immutable."""
+    """Base: camelCase on the wire, extra fields ignored, values immutable.
+
+    Validators are built on first use (``defer_build``), not at import: each
+    function reads a handful of these models, and building all of them was a
+    third of every cold start. Defaults that are models therefore use
+    ``default_factory``: a model instance as a default would build it at import.
+    """
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
+        defer_build=True,
     )
 
 
@@ -79,7 +89,7 @@ class CredentialRef(SecretKeyRef):
 
 class ModelEndpointSpec(Model):
     origin: Annotated[str, Field(min_length=1, max_length=2048)]
-    api: EndpointAPI = EndpointAPI()
+    api: EndpointAPI = Field(default_factory=EndpointAPI)
     model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
     credential_ref: CredentialRef | None = None
 
@@ -109,7 +119,7 @@ class PlacementMetadata(Model):
 
 
 class ClusterPlacement(Model):
-    metadata: PlacementMetadata = PlacementMetadata()
+    metadata: PlacementMetadata = Field(default_factory=PlacementMetadata)
 
 
 class Capacity(Model):
@@ -127,11 +137,11 @@ class StackSpec(Model):
 
 class InferenceClusterSpec(Model):
     credentials: ClusterCredentials
-    placement: ClusterPlacement = ClusterPlacement()
-    capacity: Capacity = Capacity()
+    placement: ClusterPlacement = Field(default_factory=ClusterPlacement)
+    capacity: Capacity = Field(default_factory=Capacity)
     providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
-    gateway: ClusterGatewaySpec = ClusterGatewaySpec()
-    stack: StackSpec = StackSpec()
+    gateway: ClusterGatewaySpec = Field(default_factory=ClusterGatewaySpec)
+    stack: StackSpec = Field(default_factory=StackSpec)
     schedulable: bool = True
 
 
@@ -146,8 +156,8 @@ class ClusterGatewayStatus(Model):
 
 
 class InferenceClusterStatus(Model):
-    provider_config_ref: ProviderConfigRef = ProviderConfigRef()
-    gateway: ClusterGatewayStatus = ClusterGatewayStatus()
+    provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
+    gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
     conditions: list[Condition] = []
 
 
@@ -181,10 +191,10 @@ class OutlierDetection(Model):
 
 class Failover(Model):
     retries: Annotated[int, Field(ge=0, le=16)] = 3
-    retry_on: RetryOn = RetryOn()
+    retry_on: RetryOn = Field(default_factory=RetryOn)
     request_timeout: Duration = "300s"
     stream_idle_timeout: Duration = "60s"
-    outlier_detection: OutlierDetection = OutlierDetection()
+    outlier_detection: OutlierDetection = Field(default_factory=OutlierDetection)
 
 
 class InferenceGatewaySpec(Model):
@@ -193,7 +203,7 @@ class InferenceGatewaySpec(Model):
     tls: GatewayTLS | None = None
     auth: GatewayAuth | None = None
     service_selector: LabelSelector | None = None
-    failover: Failover = Failover()
+    failover: Failover = Field(default_factory=Failover)
 
     @model_validator(mode="after")
     def _hostname_with_tls(self) -> Self:
@@ -210,7 +220,7 @@ class GatewayEndpoints(Model):
 class InferenceGatewayStatus(Model):
     address: str | None = None
     client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
-    endpoints: GatewayEndpoints = GatewayEndpoints()
+    endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
     conditions: list[Condition] = []
 
 
@@ -330,11 +340,11 @@ class GPURequest(Model):
 
 
 class ResourceRequest(Model):
-    gpu: GPURequest = GPURequest()
+    gpu: GPURequest = Field(default_factory=GPURequest)
 
 
 class DeploymentPlacement(Model):
-    cluster_selector: LabelSelector = LabelSelector()
+    cluster_selector: LabelSelector = Field(default_factory=LabelSelector)
 
 
 class TemplateMetadata(Model):
@@ -342,18 +352,18 @@ class TemplateMetadata(Model):
 
 
 class EndpointTemplate(Model):
-    metadata: TemplateMetadata = TemplateMetadata()
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
 
 
 class ModelDeploymentSpec(Model):
     model: ModelRef
-    engine: EngineSpec = EngineSpec()
-    provider: ProviderSpec = ProviderSpec()
-    resources: ResourceRequest = ResourceRequest()
+    engine: EngineSpec = Field(default_factory=EngineSpec)
+    provider: ProviderSpec = Field(default_factory=ProviderSpec)
+    resources: ResourceRequest = Field(default_factory=ResourceRequest)
     serving_mode: Literal["Aggregated", "Disaggregated"] = "Aggregated"
     replicas: Annotated[int, Field(ge=0, le=1024)] = 1
-    placement: DeploymentPlacement = DeploymentPlacement()
-    template: EndpointTemplate = EndpointTemplate()
+    placement: DeploymentPlacement = Field(default_factory=DeploymentPlacement)
+    template: EndpointTemplate = Field(default_factory=EndpointTemplate)
 
 
 # --- XRs -------------------------------------------------------------------
@@ -371,12 +381,12 @@ class ModelEndpoint(Composite):
 
 class InferenceCluster(Composite):
     spec: InferenceClusterSpec
-    status: InferenceClusterStatus = InferenceClusterStatus()
+    status: InferenceClusterStatus = Field(default_factory=InferenceClusterStatus)
 
 
 class InferenceGateway(Composite):
     spec: InferenceGatewaySpec
-    status: InferenceGatewayStatus = InferenceGatewayStatus()
+    status: InferenceGatewayStatus = Field(default_factory=InferenceGatewayStatus)
 
 
 class ModelService(Composite):

@@ -196,7 +196,10 @@ def upstream(decoded: BaseModel | None, *, exclude: frozenset[str] = frozenset()
 class Strict(BaseModel):
     """An override as its upstream object spells it: camelCase, nothing unknown."""
 
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True)
+    # Built on first use, as core.models.Model is: most deployments override nothing.
+    model_config = ConfigDict(
+        alias_generator=to_camel, extra="forbid", frozen=True, defer_build=True
+    )
 
 
 LabelValue = Annotated[str, Field(max_length=63)]

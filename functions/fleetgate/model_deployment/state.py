@@ -44,14 +44,14 @@ class ReplicaCounts(Model):
 
 
 class DeploymentStatus(Model):
-    engine: EngineChoice = EngineChoice()
-    provider: ProviderChoice = ProviderChoice()
+    engine: EngineChoice = Field(default_factory=EngineChoice)
+    provider: ProviderChoice = Field(default_factory=ProviderChoice)
     placements: Annotated[tuple[PlacementEntry, ...], Field(max_length=1024)] = ()
-    replicas: ReplicaCounts = ReplicaCounts()
+    replicas: ReplicaCounts = Field(default_factory=ReplicaCounts)
 
 
 class _Observed(Model):
-    status: DeploymentStatus = DeploymentStatus()
+    status: DeploymentStatus = Field(default_factory=DeploymentStatus)
 
 
 def own_status(xr: dict[str, Any]) -> DeploymentStatus:
