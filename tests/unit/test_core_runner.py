@@ -218,8 +218,8 @@ def test_require_by_name_refuses_a_name_listed_twice_and_tells_unresolved() -> N
 @pytest.mark.parametrize(
     ("where", "fragment"),
     [
-        ("xr", "the XR: spec.weight"),
-        ("required", "required resource clusters[1]: status.capacity.gpus[0]"),
+        ("xr", "the XR: spec.capacity.gpus"),
+        ("required", "required resource clusters[1]: spec.capacity.gpus"),
     ],
 )
 def test_a_number_json_cannot_hold_is_a_fatal_result_naming_where(
@@ -229,16 +229,16 @@ def test_a_number_json_cannot_hold_is_a_fatal_result_naming_where(
         rec.composite(InferenceCluster)
         rec.require_all("clusters", CLUSTERS, InferenceCluster)
 
-    req = request(XR, required={"clusters": [_cluster("a"), _cluster("b")]})
-    if where == "xr":
-        req.observed.composite.resource.fields["spec"].struct_value.fields[
-            "weight"
-        ].number_value = float("nan")
-    else:
-        broken = req.required_resources["clusters"].items[1].resource
-        broken.update({"status": {"capacity": {"gpus": [0]}}})
-        gpus = broken.fields["status"].struct_value.fields["capacity"].struct_value.fields["gpus"]
-        gpus.list_value.values[0].number_value = float("inf")
+    xr = {**XR, "spec": {**XR["spec"], "capacity": {"gpus": 1}}}
+    clusters = [_cluster(n, **xr["spec"]) for n in ("a", "b")]
+    req = request(xr, required={"clusters": clusters})
+    broken = (
+        req.observed.composite.resource
+        if where == "xr"
+        else req.required_resources["clusters"].items[1].resource
+    )
+    capacity = broken.fields["spec"].struct_value.fields["capacity"].struct_value
+    capacity.fields["gpus"].number_value = float("inf" if where == "xr" else "nan")
     out = run(read_everything, req)
     assert out.fatal == [
         f"the request holds a number JSON cannot hold (NaN or Infinity) at {fragment}; "

@@ -125,6 +125,17 @@ def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
     assert not rec.observed_ready("other")
     assert rec.observed_remote_exists("r") == (remote_manifest(rec.observed("r")) is not None)
     assert not rec.observed_remote_exists("other")
+    listed = dig(rec.observed("r"), "status", "conditions")
+    first_ready = next(
+        (
+            c
+            for c in (listed if isinstance(listed, list) else [])
+            if isinstance(c, dict) and c.get("type") == "Ready"
+        ),
+        None,
+    )
+    assert rec.observed_condition("r", "Ready") == first_ready
+    assert rec.observed_condition("other", "Ready") is None
     # The reduced state reads as the whole Object does for everything it keeps.
     state, full = rec.observed_state("r"), rec.observed("r")
     assert rec.observed_state("other") is None
@@ -188,4 +199,6 @@ def run_composer_rsp() -> Any:
 )
 def test_lookup(path: tuple[str, ...], found: bool) -> None:
     s = sdk_struct({"status": {"atProvider": {"manifest": {"kind": "Gateway"}}}})
+    before = s.SerializeToString(deterministic=True)
     assert (structs.lookup(s, *path) is not None) == found
+    assert s.SerializeToString(deterministic=True) == before, "reading changes nothing"

@@ -736,9 +736,9 @@ MALFORMED: list[tuple[str, dict[str, Any], Required | None, str]] = [
         "InferenceGateway broken",
     ),
     (
-        "the serving gateway's cluster without credentials",
+        "the serving gateway's cluster with a malformed ProviderConfig reference",
         service(entry(app="x")),
-        fleet([], clusters=[{**cluster("edge"), "spec": {}}]),
+        fleet([], clusters=[{**cluster("edge"), "status": {"providerConfigRef": "pc-edge"}}]),
         "InferenceCluster edge",
     ),
     (
@@ -773,7 +773,7 @@ def test_a_malformed_cluster_nothing_uses_does_not_stop_the_route() -> None:
     # endpoints are read; a broken one elsewhere in the fleet is not ours.
     required = canary_fleet()
     baseline = run(compose, request(CANARY, required=required))
-    required["clusters"] = [*required["clusters"], {**cluster("zz"), "spec": {}}]
+    required["clusters"] = [*required["clusters"], {**cluster("zz"), "status": {"gateway": 1}}]
     out = run(compose, request(CANARY, required=required))
     assert out.fatal == []
     assert out.desired == baseline.desired

@@ -213,6 +213,11 @@ class Reconcile:
         observed = self.req.observed.resources
         return name in observed and structs.has_condition(observed[name].resource, "Ready")
 
+    def observed_condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        """One condition of a composed resource as observed; None if absent or unobserved."""
+        observed = self.req.observed.resources
+        return structs.condition(observed[name].resource, type_) if name in observed else None
+
     def observed_remote_exists(self, name: str) -> bool:
         """``remote_manifest(observed(name)) is not None`` without converting the resource."""
         observed = self.req.observed.resources

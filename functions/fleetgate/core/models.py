@@ -14,7 +14,9 @@ snake_case. Unknown fields are ignored (Crossplane adds its own under
 """
 
 import functools
-from typing import Annotated, Any, Literal, Self, TypeVar
+import types
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
@@ -421,15 +423,38 @@ class ModelRoute(Composite):
 C = TypeVar("C", bound=Model)
 
 
-@functools.cache
-def wire_fields(model: type[Model]) -> tuple[str, ...]:
-    """The top-level keys ``model`` reads, as they are spelled on the wire.
+Wire = Mapping[str, "Wire | None"]
 
-    Converting only these from a resource's Struct skips what the model would
-    ignore anyway: an XR's status (conditions with their messages) is most of
-    a small XR, and most XR models do not read it.
+
+@functools.cache
+def wire_fields(model: type[BaseModel]) -> Wire | None:
+    """The keys ``model`` reads, as spelled on the wire and nested; None for all of them.
+
+    Each key maps to the keys of the model it holds, or to None where the
+    field takes any value below it (a dict, a list, a scalar). Converting only
+    these from a resource's Struct skips what the model would ignore anyway:
+    conditions and server metadata are most of a small object, and models
+    read neither. A model that refuses unknown fields gets everything, so
+    that it still can.
     """
-    return tuple(f.alias or name for name, f in model.model_fields.items())
+    if model.model_config.get("extra", "ignore") != "ignore":
+        return None
+    tree: dict[str, Wire | None] = {}
+    for name, info in model.model_fields.items():
+        inner = _model_of(info.annotation)
+        tree[info.alias or name] = None if inner is None else wire_fields(inner)
+    return tree
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``M`` or ``M | None``); None for anything else."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        models = [a for a in get_args(annotation) if a is not type(None)]
+        if len(models) == 1:
+            return _model_of(models[0])
+    return None
 
 
 def parse(model: type[C], data: Any, where: str) -> C:

@@ -59,7 +59,7 @@ class SecretKeys:
         for field in _VALUE_FIELDS:
             held = lookup(struct, field)
             if held is not None and held.WhichOneof("kind") == "struct_value":
-                keys.update(held.struct_value.fields.keys())
+                keys.update(held.struct_value.fields)  # the map itself: .keys() iterates in Python
         text = name.string_value if name is not None else ""
         return cls(text, frozenset(keys))
 

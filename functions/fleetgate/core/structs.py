@@ -13,7 +13,7 @@ ValueError for a number JSON cannot hold or a value a Struct cannot hold.
 """
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
@@ -35,17 +35,28 @@ class NotJSONError(ValueError):
     """
 
 
-def to_dict(struct: struct_pb2.Struct, only: Iterable[str] | None = None) -> dict[str, Any]:
+def to_dict(struct: struct_pb2.Struct, only: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``struct`` as a dict; the same as the SDK's ``resource.struct_to_dict``.
 
-    With ``only``, just those top-level keys (the ones present), in that order.
+    With ``only``, just its keys (those present), each converted whole where
+    it maps to None and as ``only[key]`` describes where it maps to a mapping
+    (see ``models.wire_fields``); a value that is not a Struct where one is
+    described is converted whole, for validation to refuse.
     """
     # Keys, then lookups: a protobuf map's items() is a pure-Python view that
     # does the same lookups one generator step at a time.
     fields = struct.fields
-    if only is not None:
-        return {key: _plain(fields[key]) for key in only if key in fields}
-    return {key: _plain(fields[key]) for key in fields}
+    if only is None:
+        return {key: _plain(fields[key]) for key in fields}
+    out = {}
+    for key, inner in only.items():
+        if key in fields:
+            value = fields[key]
+            if inner is not None and value.WhichOneof("kind") == _STRUCT:
+                out[key] = to_dict(value.struct_value, inner)
+            else:
+                out[key] = _plain(value)
+    return out
 
 
 def _plain(value: struct_pb2.Value) -> Any:
@@ -134,10 +145,11 @@ def lookup(struct: struct_pb2.Struct, *path: str) -> struct_pb2.Value | None:
     value: struct_pb2.Value | None = None
     fields = struct.fields
     for key in path:
-        if fields is None or key not in fields:
+        if key not in fields:
             return None
         value = fields[key]
-        fields = value.struct_value.fields if value.WhichOneof("kind") == _STRUCT else None
+        # A Value of another kind reads as an empty Struct: the next step misses.
+        fields = value.struct_value.fields
     return value
 
 
@@ -162,20 +174,32 @@ def pick(struct: struct_pb2.Struct, paths: Iterable[tuple[str, ...]]) -> dict[st
 def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -> bool:
     """Whether ``status.conditions`` holds ``type_`` with ``status``; ``observed.has_condition``
     read straight from the Struct."""
+    return any(
+        "status" in fields
+        and fields["status"].WhichOneof("kind") == _STRING
+        and fields["status"].string_value == status
+        for fields in _conditions(struct, type_)
+    )
+
+
+def condition(struct: struct_pb2.Struct, type_: str) -> dict[str, Any] | None:
+    """The first condition of ``type_`` in ``status.conditions``, as plain data; None if none."""
+    for fields in _conditions(struct, type_):
+        return {key: _plain(fields[key]) for key in fields}
+    return None
+
+
+def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[Any]:
+    """The fields of each condition of ``type_``; what is not a list of objects holds none."""
     conditions = lookup(struct, "status", "conditions")
-    if conditions is None or conditions.WhichOneof("kind") != _LIST:
-        return False
+    if conditions is None:
+        return
+    # A Value of another kind reads as an empty list, an item of another kind as an empty Struct.
     for item in conditions.list_value.values:
-        if item.WhichOneof("kind") != _STRUCT:
-            continue
         fields = item.struct_value.fields
         if (
             "type" in fields
-            and "status" in fields
             and fields["type"].WhichOneof("kind") == _STRING
             and fields["type"].string_value == type_
-            and fields["status"].WhichOneof("kind") == _STRING
-            and fields["status"].string_value == status
         ):
-            return True
-    return False
+            yield fields

@@ -14,13 +14,15 @@ from pydantic import Field
 from fleetgate.core.constants import LABEL_CLUSTER
 from fleetgate.core.models import (
     ROUTE_BACKENDS_MAX,
+    ClusterGatewayStatus,
+    Composite,
     Condition,
     CredentialRef,
     Failover,
-    InferenceCluster,
     InferenceGateway,
     Model,
     ModelEndpoint,
+    ProviderConfigRef,
     ServiceEndpointEntry,
 )
 from fleetgate.core.secrets import SecretKeys
@@ -45,6 +47,23 @@ class SelectedEndpoint(ModelEndpoint):
     @property
     def ready(self) -> Condition | None:
         return next((c for c in self.status.conditions if c.type == ENDPOINT_READY), None)
+
+
+class RoutingClusterStatus(Model):
+    provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
+    gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
+
+
+class RoutingCluster(Composite):
+    """An InferenceCluster as a route reads it: how to reach it and its gateway.
+
+    Only what routing uses is read (and validated): the ProviderConfig a
+    gateway's objects go through and the published CA and hostname of the
+    cluster's gateway; not its spec or its conditions, which a ModelService
+    would otherwise convert for every cluster it reads on every call.
+    """
+
+    status: RoutingClusterStatus = Field(default_factory=RoutingClusterStatus)
 
 
 # --- gateways ----------------------------------------------------------------
@@ -74,7 +93,7 @@ def selects(gateway: InferenceGateway, service_labels: Mapping[str, str]) -> boo
 
 def sort_gateways(
     gateways: Sequence[InferenceGateway],
-    clusters: Mapping[str, InferenceCluster],
+    clusters: Mapping[str, RoutingCluster],
     service_labels: Mapping[str, str],
 ) -> tuple[list[ServingGateway], list[PendingGateway]]:
     """The gateways selecting the service, by name: serving, or pending with a reason."""
@@ -150,7 +169,7 @@ ROUTE_FULL = "route full"
 def screen_endpoints(
     entries: Sequence[ServiceEndpointEntry],
     matched: Sequence[Sequence[SelectedEndpoint]],
-    clusters: Mapping[str, InferenceCluster],
+    clusters: Mapping[str, RoutingCluster],
 ) -> Screening:
     """Sort the endpoints every entry matched into routable and left out (credentials aside).
 
@@ -177,7 +196,7 @@ def _screen(
     index: int,
     entry: ServiceEndpointEntry,
     endpoint: SelectedEndpoint,
-    clusters: Mapping[str, InferenceCluster],
+    clusters: Mapping[str, RoutingCluster],
 ) -> None:
     name = endpoint.metadata.name
     ready = endpoint.ready
@@ -214,7 +233,7 @@ def _screen(
 
 
 def _fleet_hop_problem(
-    origin: Origin, cluster: str, clusters: Mapping[str, InferenceCluster]
+    origin: Origin, cluster: str, clusters: Mapping[str, RoutingCluster]
 ) -> tuple[str, str] | None:
     """Why a fleet-hosted endpoint cannot get a mutually authenticated hop (cause, detail)."""
     if not origin.tls:

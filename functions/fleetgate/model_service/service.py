@@ -10,17 +10,23 @@ once every gateway that selects the service has accepted its route.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from fleetgate.core import structs
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
-from fleetgate.core.models import InferenceCluster, InferenceGateway, ModelService
+from fleetgate.core.models import InferenceGateway, ModelService
 from fleetgate.model_service.builders import Service
-from fleetgate.model_service.plan import KIND, carried_over, model_route, progress, route_key
+from fleetgate.model_service.plan import (
+    ACCEPTED,
+    KIND,
+    carried_over,
+    model_route,
+    progress,
+    route_key,
+)
 from fleetgate.model_service.selection import (
     PendingGateway,
+    RoutingCluster,
     Screening,
     SelectedEndpoint,
     ServingGateway,
@@ -58,14 +64,14 @@ def compose(rec: Reconcile) -> None:
     serving, pending = sort_gateways(inputs.gateways, inputs.clusters, xr.metadata.labels)
     if not _anything_to_route(rec, screening, serving, pending, len(inputs.gateways)):
         return
-    _compose_routes(rec, service, serving, pending, screening)
-    _report(rec, serving, pending, screening)
+    routes = _compose_routes(rec, service, serving, pending, screening)
+    _report(rec, routes, pending, screening)
 
 
 @dataclass(frozen=True)
 class Inputs:
     gateways: list[InferenceGateway]
-    clusters: Mapping[str, InferenceCluster]
+    clusters: Mapping[str, RoutingCluster]
     matched: list[list[SelectedEndpoint]]
 
 
@@ -77,7 +83,7 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     # Every cluster is listed, but only those of the selecting gateways and of
     # fleet-hosted endpoints are read (see ByName).
     clusters = rec.require_by_name(
-        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
+        CLUSTERS, Selector(API_VERSION, "InferenceCluster"), RoutingCluster
     )
     matched = [
         rec.require_all(
@@ -171,13 +177,17 @@ def _compose_routes(
     serving: Sequence[ServingGateway],
     pending: Sequence[PendingGateway],
     screening: Screening,
-) -> None:
-    """Every serving gateway gets a ModelRoute with the same plan; a pending one keeps its own."""
+) -> dict[str, str | None]:
+    """Every serving gateway gets a ModelRoute with the same plan; a pending one keeps its own.
+
+    Returns, per serving gateway, why its route is not accepted yet (None once it is).
+    """
     planned = plan_route(screening.routable)
+    routes = {}
     for gateway in serving:
         key = route_key(gateway.name)
-        accepted = progress(_observed_status(rec, key)) is None
-        rec.compose(key, model_route(service, gateway, planned), ready=accepted)
+        routes[gateway.name] = _route_progress(rec, key)
+        rec.compose(key, model_route(service, gateway, planned), ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(
             f"InferenceGateway {waiting.name} selects this service but cannot serve it yet: "
@@ -186,6 +196,7 @@ def _compose_routes(
         )
         _carry_over(rec, route_key(waiting.name))
     rec.set_status(gateways=[_gateway_status(g) for g in serving])
+    return routes
 
 
 def _namespace(xr: ModelService) -> str:
@@ -221,16 +232,16 @@ def _carry_over(rec: Reconcile, name: str) -> None:
         rec.keep(name)
 
 
-def _observed_status(rec: Reconcile, name: str) -> dict[str, Any] | None:
-    """A composed resource's status as observed, None while it does not exist.
+def _route_progress(rec: Reconcile, key: str) -> str | None:
+    """``progress`` of a composed ModelRoute, read from its RouteAccepted condition alone.
 
-    Only the status is converted: at the API's maxima each ModelRoute's spec
-    holds 128 backends, and the ModelService reads 16 of them.
+    At the API's maxima each ModelRoute's spec holds 128 backends; the
+    ModelService reads 16 of them for one condition each.
     """
-    if name not in rec.req.observed.resources:
-        return None
-    status = rec.req.observed.resources[name].resource.fields.get("status")
-    return structs.to_dict(status.struct_value) if status else {}
+    if not rec.has_observed(key):
+        return progress(None)
+    accepted = rec.observed_condition(key, ACCEPTED)
+    return progress({"conditions": [] if accepted is None else [accepted]})
 
 
 def _no_endpoints_message(screening: Screening) -> str:
@@ -256,11 +267,10 @@ def _gateway_status(gateway: ServingGateway) -> dict[str, str]:
 
 def _report(
     rec: Reconcile,
-    serving: Sequence[ServingGateway],
+    routes: dict[str, str | None],
     pending: Sequence[PendingGateway],
     screening: Screening,
 ) -> None:
-    routes = {g.name: progress(_observed_status(rec, route_key(g.name))) for g in serving}
     waiting = [f"{g.name} ({g.why})" for g in pending]
     waiting += [f"{name} ({why})" for name, why in routes.items() if why]
     routed = f"{len(screening.routable)} of {screening.total} endpoints usable"
