@@ -611,6 +611,18 @@ MALFORMED: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
      "spec.provider.overrides"),
     ("serving mode unknown", deployment(servingMode="Split"), [EU], "spec.servingMode"),
     ("provider unknown", deployment(provider={"name": "Triton"}), [EU], "spec.provider.name"),
+    ("template label key not a label key",
+     deployment(template={"metadata": {"labels": {"my team": "ml"}}}), [EU],
+     "spec.template.metadata.labels.my team (the key)"),
+    ("template label value not a label value",
+     deployment(template={"metadata": {"labels": {"team": "m l"}}}), [EU],
+     "spec.template.metadata.labels.team"),
+    ("cluster selector key not a label key",
+     deployment(placement={"clusterSelector": {"matchLabels": {"Region/x": "eu"}}}), [EU],
+     "spec.placement.clusterSelector.matchLabels.Region/x (the key)"),
+    ("cluster placement label key not a label key", deployment(),
+     [{**EU, "spec": {**EU["spec"], "placement": {"metadata": {"labels": {"-x": "1"}}}}}],
+     "InferenceCluster eu-west: spec.placement.metadata.labels.-x (the key)"),
 ]  # fmt: skip
 
 

@@ -724,6 +724,12 @@ MALFORMED: list[tuple[str, dict[str, Any], Required | None, str]] = [
     ("33 entries", service(*[entry(app=str(i)) for i in range(33)]), None, "spec.endpoints"),
     ("selector wrong type", service({"selector": "app=x"}), None, "spec.endpoints[0].selector"),
     (
+        "selector key not a label key",
+        service({"selector": {"matchLabels": {"my app": "x"}}}),
+        None,
+        "spec.endpoints[0].selector.matchLabels.my app (the key)",
+    ),
+    (
         "namespace missing",
         {**service(entry(app="x")), "metadata": {"name": "chat"}},
         None,

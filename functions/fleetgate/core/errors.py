@@ -15,6 +15,8 @@ def field_path(loc: tuple[int | str, ...], root: str = "") -> str:
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
+        elif part == "[key]":  # pydantic's marker: the map key before it is what is wrong
+            path += " (the key)"
         else:
             path = f"{path}.{part}" if path else part
     return path or "(root)"

@@ -14,11 +14,19 @@ snake_case. Unknown fields are ignored (Crossplane adds its own under
 """
 
 import functools
+import re
 import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from fleetgate.core.errors import InputError, describe
@@ -27,7 +35,29 @@ NAME_MAX = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 # Gateway API Duration: e.g. 300s, 1m30s, 500ms.
 Duration = Annotated[str, Field(pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")]
-Labels = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
+# Kubernetes label syntax, as the XRDs check it: an optional DNS-subdomain
+# prefix and "/", then a name of 1-63 characters; a value of 0-63 characters.
+_LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]"
+)
+LABEL_PREFIX_MAX = 253
+
+
+def _label_key(key: str) -> str:
+    if not _LABEL_KEY.fullmatch(key) or len(key.rpartition("/")[0]) > LABEL_PREFIX_MAX:
+        raise ValueError(
+            "a label key is an optional DNS subdomain prefix and '/', then a name of 1 to 63 "
+            "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+        )
+    return key
+
+
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+LabelValue = Annotated[
+    str, Field(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
 
 
 class Model(BaseModel):
@@ -117,7 +147,7 @@ class ClusterCredentials(Model):
 
 
 class PlacementMetadata(Model):
-    labels: Annotated[dict[str, str], Field(max_length=16)] = {}
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
 
 
 class ClusterPlacement(Model):
@@ -350,7 +380,7 @@ class DeploymentPlacement(Model):
 
 
 class TemplateMetadata(Model):
-    labels: Annotated[dict[str, str], Field(max_length=16)] = {}
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
 
 
 class EndpointTemplate(Model):
