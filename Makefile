@@ -8,6 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := .cache/bin
 CROSSPLANE := $(BIN)/crossplane
+XRDCHECK := $(BIN)/xrdcheck
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
 SOURCES := functions tests e2e package bench
@@ -41,7 +42,7 @@ typecheck: deps
 pytest: deps
 	$(PY) -m pytest
 
-deps: $(VENV)/.installed $(CROSSPLANE) crds nix-parser
+deps: $(VENV)/.installed $(CROSSPLANE) $(XRDCHECK) crds nix-parser
 
 # The Nix files are only parsed here (nix-instantiate --parse); Debian's
 # nix-bin provides the parser. Installed when missing and we may (CI runs as
@@ -63,6 +64,12 @@ $(CROSSPLANE): tools/go.mod tools/go.sum
 	mkdir -p $(BIN)
 	cd tools && GOBIN=$(CURDIR)/$(BIN) go install github.com/crossplane/crossplane/v2/cmd/crank
 	mv $(BIN)/crank $@
+
+## xrdcheck: the API server's own CRD validation (structural schema, defaults, CEL rules and
+## their estimated cost), run on the XRDs by tests/e2e/test_xrds.py; pinned by e2e/xrdcheck/go.mod
+$(XRDCHECK): e2e/xrdcheck/main.go e2e/xrdcheck/go.mod e2e/xrdcheck/go.sum
+	mkdir -p $(BIN)
+	cd e2e/xrdcheck && go build -o $(CURDIR)/$@ .
 
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
