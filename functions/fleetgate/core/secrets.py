@@ -58,8 +58,10 @@ class SecretKeys:
         keys: set[str] = set()
         for field in _VALUE_FIELDS:
             held = lookup(struct, field)
-            if held is not None and held.WhichOneof("kind") == "struct_value":
-                keys.update(held.struct_value.fields)  # the map itself: .keys() iterates in Python
+            if held is not None:
+                # A Value of another kind reads as an empty Struct. The map
+                # itself, not .keys(), which iterates in pure Python.
+                keys.update(held.struct_value.fields)
         text = name.string_value if name is not None else ""
         return cls(text, frozenset(keys))
 

@@ -175,22 +175,20 @@ def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -
     """Whether ``status.conditions`` holds ``type_`` with ``status``; ``observed.has_condition``
     read straight from the Struct."""
     return any(
-        "status" in fields
-        and fields["status"].WhichOneof("kind") == _STRING
-        and fields["status"].string_value == status
-        for fields in _conditions(struct, type_)
+        "status" in found.fields
+        and found.fields["status"].WhichOneof("kind") == _STRING
+        and found.fields["status"].string_value == status
+        for found in _conditions(struct, type_)
     )
 
 
 def condition(struct: struct_pb2.Struct, type_: str) -> dict[str, Any] | None:
     """The first condition of ``type_`` in ``status.conditions``, as plain data; None if none."""
-    for fields in _conditions(struct, type_):
-        return {key: _plain(fields[key]) for key in fields}
-    return None
+    return next((to_dict(found) for found in _conditions(struct, type_)), None)
 
 
-def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[Any]:
-    """The fields of each condition of ``type_``; what is not a list of objects holds none."""
+def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[struct_pb2.Struct]:
+    """Each condition of ``type_``; what is not a list of objects holds none."""
     conditions = lookup(struct, "status", "conditions")
     if conditions is None:
         return
@@ -202,4 +200,4 @@ def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[Any]:
             and fields["type"].WhichOneof("kind") == _STRING
             and fields["type"].string_value == type_
         ):
-            yield fields
+            yield item.struct_value

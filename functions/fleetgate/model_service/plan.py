@@ -9,7 +9,7 @@ gateway's Objects in its own, bounded call. Pure functions, the parent's side:
 the ModelRoute's name and manifest, carrying one over, reading its progress.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, LABEL_PREFIX
@@ -123,19 +123,14 @@ def carried_over(observed: dict[str, Any]) -> Manifest:
     }
 
 
-def progress(status: dict[str, Any] | None) -> str | None:
+def progress(accepted: Mapping[str, Any] | None) -> str | None:
     """Why a ModelRoute's route is not accepted yet, or None once it is.
 
-    ``status`` is the observed ModelRoute's status, None while it does not
-    exist. The ModelRoute reports acceptance as its own ``RouteAccepted``
-    condition, with the controller's refusal in the message.
+    ``accepted`` is the observed ModelRoute's own ``RouteAccepted`` condition,
+    None while it reports none; the controller's refusal is in its message.
     """
-    if status is None:
-        return "ModelRoute not created yet"
-    conditions = status.get("conditions") or []
-    found = next((c for c in conditions if isinstance(c, dict) and c.get("type") == ACCEPTED), None)
-    if found is None:
+    if accepted is None:
         return "ModelRoute not reconciled yet"
-    if found.get("status") == "True":
+    if accepted.get("status") == "True":
         return None
-    return str(found.get("message") or found.get("reason") or "route not accepted yet")
+    return str(accepted.get("message") or accepted.get("reason") or "route not accepted yet")

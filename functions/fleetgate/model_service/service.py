@@ -225,23 +225,20 @@ def _carry_over(rec: Reconcile, name: str) -> None:
     """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into it."""
     observed = rec.observed(name)
     if observed is not None and observed.get("kind") == KIND:
-        status = observed.get("status")
-        accepted = progress(status if isinstance(status, dict) else {}) is None
-        rec.compose(name, carried_over(observed), ready=accepted)
+        rec.compose(name, carried_over(observed), ready=_route_progress(rec, name) is None)
     else:
         rec.keep(name)
 
 
 def _route_progress(rec: Reconcile, key: str) -> str | None:
-    """``progress`` of a composed ModelRoute, read from its RouteAccepted condition alone.
+    """Why a composed ModelRoute is not accepted yet (None once it is), from one condition.
 
     At the API's maxima each ModelRoute's spec holds 128 backends; the
     ModelService reads 16 of them for one condition each.
     """
     if not rec.has_observed(key):
-        return progress(None)
-    accepted = rec.observed_condition(key, ACCEPTED)
-    return progress({"conditions": [] if accepted is None else [accepted]})
+        return "ModelRoute not created yet"
+    return progress(rec.observed_condition(key, ACCEPTED))
 
 
 def _no_endpoints_message(screening: Screening) -> str:
