@@ -1,6 +1,7 @@
 """Builders for RunFunctionRequests and readers of responses, shared by the tests."""
 
 import base64
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,3 +99,15 @@ def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
         "type": "Opaque",
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
     }
+
+
+def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every node of an OpenAPI schema with its path: ``spec.endpoints[].weight``,
+    ``spec.labels{}`` for a map's values."""
+    yield path, node
+    for name, child in node.get("properties", {}).items():
+        yield from walk_schema(child, f"{path}.{name}" if path else name)
+    if isinstance(node.get("items"), dict):
+        yield from walk_schema(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from walk_schema(node["additionalProperties"], f"{path}{{}}")

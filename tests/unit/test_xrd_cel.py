@@ -15,7 +15,6 @@ fails as loudly as one that rejects too little.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,10 @@ import pytest
 import re2  # type: ignore[import-untyped]
 import yaml
 from celpy.adapter import json_to_cel
+from pydantic import ValidationError
+
+from fleetgate.core.models import LabelSelector
+from tests.support import walk_schema
 
 APIS = Path(__file__).resolve().parents[2] / "apis"
 KINDS = {
@@ -60,22 +63,12 @@ class Rule:
     node: dict[str, Any]
 
 
-def _walk(node: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, node
-    for name, child in node.get("properties", {}).items():
-        yield from _walk(child, f"{path}.{name}" if path else name)
-    if isinstance(node.get("items"), dict):
-        yield from _walk(node["items"], f"{path}[]")
-    if isinstance(node.get("additionalProperties"), dict):
-        yield from _walk(node["additionalProperties"], f"{path}{{}}")
-
-
 def _load_rules() -> list[Rule]:
     rules: list[Rule] = []
     for kind, plural in KINDS.items():
         xrd = yaml.safe_load((APIS / plural / "definition.yaml").read_text())
         schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        for path, node in _walk(schema, ""):
+        for path, node in walk_schema(schema, ""):
             for validation in node.get("x-kubernetes-validations", []):
                 rules.append(
                     Rule(kind, path, validation["rule"], validation.get("message", ""), node)
@@ -430,3 +423,17 @@ def test_rule_message_names_field(rule: Rule) -> None:
 )
 def test_required_rules_present(kind: str, path: str) -> None:
     assert _rules_at(kind, path), f"{kind} has no CEL rule at {path}"
+
+
+LABEL_KEY_CASES = [c for c in CASES if c.id.startswith(f"{IC}-spec.placement.metadata.labels-key")]
+
+
+@pytest.mark.parametrize("case", LABEL_KEY_CASES, ids=[c.id for c in LABEL_KEY_CASES])
+def test_the_functions_judge_label_keys_as_the_xrds_do(case: Case) -> None:
+    """The pydantic models carry the same label-key syntax, so both edges agree."""
+    accepted = True
+    try:
+        LabelSelector.model_validate({"matchLabels": dict.fromkeys(case.value, "v")})
+    except ValidationError:
+        accepted = False
+    assert accepted == (not case.breaks)

@@ -17,6 +17,8 @@ import pytest
 import re2  # type: ignore[import-untyped]
 import yaml
 
+from tests.support import walk_schema
+
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "fleetgate.dev"
 VERSION = "v1alpha1"
@@ -68,18 +70,8 @@ def _node(kind: str, dotted: str) -> dict[str, Any]:
     return node
 
 
-def _walk(node: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, node
-    for name, child in node.get("properties", {}).items():
-        yield from _walk(child, f"{path}.{name}" if path else name)
-    if isinstance(node.get("items"), dict):
-        yield from _walk(node["items"], f"{path}[]")
-    if isinstance(node.get("additionalProperties"), dict):
-        yield from _walk(node["additionalProperties"], f"{path}{{}}")
-
-
 ALL_NODES = [
-    (kind, path, node) for kind in KINDS for path, node in _walk(_schema(kind), "") if path
+    (kind, path, node) for kind in KINDS for path, node in walk_schema(_schema(kind), "") if path
 ]
 NODE_IDS = [f"{kind}:{path}" for kind, path, _ in ALL_NODES]
 
