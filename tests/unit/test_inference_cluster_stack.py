@@ -1,5 +1,6 @@
 """compose-inference-cluster with stack.install: pinned releases, installed in dependency order."""
 
+import copy
 from typing import Any
 
 import pytest
@@ -113,8 +114,11 @@ ORDER = [
     # what, must be Ready before it is first composed
     ("release-cert-manager", ["namespace"]),
     ("release-trust-manager", ["release-cert-manager", "selfsigned-issuer"]),
-    ("release-envoy-gateway", [*stack.gaie_crd_manifests()]),
-    ("release-ai-gateway", ["release-ai-gateway-crds", "release-envoy-gateway"]),
+    ("release-envoy-gateway", ["namespace"]),
+    (
+        "release-ai-gateway",
+        ["release-ai-gateway-crds", "release-envoy-gateway", *stack.gaie_crd_manifests()],
+    ),
     ("gateway-class", ["release-envoy-gateway"]),
     ("selfsigned-issuer", ["release-cert-manager"]),
     ("ca-bundle", ["release-trust-manager"]),
@@ -186,3 +190,94 @@ def test_without_install_nothing_of_the_stack_is_composed() -> None:
     assert not [k for k in out.desired if k.startswith(("release-", "crd-", "gateway-class"))]
     assert "helm-provider-config" not in out.desired
     assert "StackReady" not in out.conditions
+
+
+# --- install order over the composed Releases: the InferencePool backend last ------
+
+EG, AIGW = stack.release_key("envoy-gateway"), stack.release_key("ai-gateway")
+BACKENDS = ("config", "envoyGateway", "extensionManager", "backendResources")
+
+
+def _backends(release: dict[str, Any]) -> Any:
+    value: Any = release["spec"]["forProvider"]["values"]
+    for part in BACKENDS:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def test_envoy_gateway_is_given_inference_pools_only_once_ai_gateway_is_ready(
+    installed: list[Any],
+) -> None:
+    # Envoy Gateway v1.8.3 can list InferencePools only with the RBAC the
+    # ai-gateway chart ships; configured with the backend before, it never
+    # turns ready (and its Helm wait never ends).
+    composed = [i for i, o in enumerate(installed) if EG in o.desired]
+    with_pools = [i for i in composed if _backends(installed[i].desired[EG]) is not None]
+    ai_gateway = next(i for i, o in enumerate(installed) if AIGW in o.desired)
+    assert composed[0] < ai_gateway, "Envoy Gateway first, with AI Gateway's base values"
+    assert _backends(installed[composed[0]].desired[EG]) is None
+    assert with_pools, "InferencePool support is never added"
+    # Composed in one pass, observed Ready the next: only then the upgrade.
+    assert with_pools[0] > ai_gateway
+    assert with_pools == composed[composed.index(with_pools[0]) :], "never taken back"
+    values = installed[-1].desired[EG]["spec"]["forProvider"]["values"]
+    assert values["deployment"]["pod"]["annotations"] == {"fleetgate.dev/addons": "inference-pool"}
+
+
+def _as_helm_judges(desired: dict[str, Any], seen: dict[str, Any], rbac: bool) -> dict[str, Any]:
+    """Observed state where Envoy Gateway is Ready only if it may list what it watches."""
+    blocked = EG in desired and _backends(desired[EG]) is not None and not rbac
+    return observe(desired, remote=cluster_side(), ready=lambda n: not (blocked and n == EG))
+
+
+def test_the_stack_installs_when_envoy_gateway_needs_ai_gateways_rbac() -> None:
+    seen: dict[str, Any] = {}
+    rbac = False  # the inference-pool ClusterRole(Binding) of the ai-gateway chart
+    for _ in range(20):
+        out = run(compose, request(INSTALL, required=gateways("public"), observed=seen))
+        assert out.fatal == []
+        previous, seen = seen, _as_helm_judges(out.desired, seen, rbac)
+        rbac = rbac or AIGW in out.desired
+        if out.conditions["StackReady"][0] == "True" and previous == seen:
+            break
+    assert out.conditions["StackReady"][:2] == ("True", "StackInstalled"), out.conditions
+    assert _backends(out.desired[EG]) == [
+        {"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}
+    ]
+
+
+def test_stack_is_not_ready_while_an_addon_waits(installed: list[Any]) -> None:
+    world = cluster_side()
+    desired = copy.deepcopy(installed[-1].desired)
+    values = desired[EG]["spec"]["forProvider"]["values"]
+    del values["config"]["envoyGateway"]["extensionManager"]["backendResources"]
+    seen = observe(desired, remote=world, ready=lambda n: n != AIGW)
+    out = run(compose, request(INSTALL, required=gateways("public"), observed=seen))
+    assert _backends(out.desired[EG]) is None
+    status, reason, message = out.conditions["StackReady"]
+    assert (status, reason) == ("False", "Installing")
+    assert f"{EG} inference-pool (after {AIGW})" in message
+    assert out.composite_ready == "READY_FALSE"
+
+
+def test_inference_pool_support_stays_when_ai_gateway_flickers(installed: list[Any]) -> None:
+    seen = observe(installed[-1].desired, remote=cluster_side(), ready=lambda n: n != AIGW)
+    out = run(compose, request(INSTALL, required=gateways("public"), observed=seen))
+    assert out.desired[EG] == installed[-1].desired[EG]
+
+
+# --- uninstall safety: removing the stack deletes nothing on the cluster ------------
+
+
+def test_nothing_of_the_stack_is_deleted_with_it(installed: list[Any]) -> None:
+    # ai-gateway-crds v1.1.0 ships its CRDs as plain templates: uninstalled, every
+    # AIGatewayRoute, AIServiceBackend and BackendSecurityPolicy goes with them.
+    final = installed[-1].desired
+    for key in [*stack.crd_keys(), *(stack.release_key(c.key) for c in stack.CHARTS)]:
+        assert final[key]["spec"]["managementPolicies"] == [
+            "Observe",
+            "Create",
+            "Update",
+            "LateInitialize",
+        ], key
+    assert "Delete" not in final["gateway-class"]["spec"]["managementPolicies"]

@@ -106,7 +106,11 @@ def settle(
     observed: Resources | None = None,
     max_passes: int = 20,
 ) -> list[Outcome]:
-    """Run passes, observing everything as ready, until the desired keys stop growing."""
+    """Run passes, observing everything as ready, until the desired state stops changing.
+
+    Not merely the keys: a Helm upgrade (a release gaining values) changes an
+    existing resource.
+    """
     outcomes: list[Outcome] = []
     seen: Resources = observed or {}
     for _ in range(max_passes):
@@ -114,7 +118,7 @@ def settle(
         outcomes.append(out)
         assert out.fatal == [], out.fatal
         seen = observe(out.desired, remote=remote)
-        if len(outcomes) > 1 and set(out.desired) == set(outcomes[-2].desired):
+        if len(outcomes) > 1 and out.desired == outcomes[-2].desired:
             return outcomes
     raise AssertionError("the cluster never settled")
 

@@ -56,6 +56,8 @@ class Progress:
     rec: Reconcile
     composed: dict[str, bool] = field(default_factory=dict)
     waiting: dict[str, list[str]] = field(default_factory=dict)
+    addons_waiting: dict[str, list[str]] = field(default_factory=dict)
+    """Addons of composed releases (``<release> <addon>``) and what they still wait for."""
 
     def after(
         self,
@@ -130,13 +132,29 @@ def install_stack(progress: Progress, site: Site) -> None:
         manifest = site.remote(crd, readiness_query=stack.CRD_READY, keep_on_delete=True)
         progress.after(key, manifest, ready=[NAMESPACE])
     for chart in stack.CHARTS:
+        key = stack.release_key(chart.key)
         deps = [NAMESPACE, *chart.after_resources]
         for component in chart.after:
             deps += list(crds) if component == stack.GAIE_CRDS else [stack.release_key(component)]
-        release = stack.release(chart, provider_config=site.helm_provider_config)
-        progress.after(stack.release_key(chart.key), release, ready=deps)
+        addons = []
+        for addon in chart.addons:
+            after = [stack.release_key(c) for c in addon.after]
+            # Sticky: once applied, an addon stays whatever its prerequisites do.
+            if stack.carries(progress.rec.observed(key), addon) or all(
+                progress.rec.observed_ready(dep) for dep in after
+            ):
+                addons.append(addon)
+            else:
+                progress.addons_waiting[f"{key} {addon.name}"] = after
+        release = stack.release(
+            chart, provider_config=site.helm_provider_config, addons=tuple(addons)
+        )
+        progress.after(key, release, ready=deps)
     gateway_class = site.remote(
-        stack.gateway_class(site.gateway_class), readiness_query=condition_query("Accepted")
+        stack.gateway_class(site.gateway_class),
+        readiness_query=condition_query("Accepted"),
+        # The cluster gateway runs on it whether or not Fleetgate installs the stack.
+        keep_on_delete=True,
     )
     progress.after(GATEWAY_CLASS, gateway_class, ready=[stack.release_key("envoy-gateway")])
 
@@ -281,7 +299,9 @@ def report(
             "not composed yet, waiting for prerequisites: " + _describe_waiting(progress),
             "WaitingForPrerequisites",
         )
-    everything_ready = all(progress.composed.values()) and not progress.waiting
+    everything_ready = (
+        all(progress.composed.values()) and not progress.waiting and not progress.addons_waiting
+    )
     rec.set_ready(everything_ready and mutual)
 
 
@@ -312,6 +332,8 @@ def report_stack(rec: Reconcile, progress: Progress) -> None:
             pending.append(f"{key} (after {', '.join(progress.waiting[key])})")
         elif not progress.ready(key):
             pending.append(f"{key} (installing)")
+    for addon, deps in sorted(progress.addons_waiting.items()):
+        pending.append(f"{addon} (after {', '.join(deps)})")
     if pending:
         rec.condition(STACK_READY, "False", "Installing", "waiting for: " + "; ".join(pending))
     else:

@@ -5,6 +5,34 @@ a component is one line here. Each component names what it waits for; the
 composer creates it only once those are Ready (Helm installs run with
 ``wait``, so a Ready release means its workloads are up), and never removes it
 again because a prerequisite flickers.
+
+The order is upstream's (envoyproxy/ai-gateway v1.1.0,
+site/docs/capabilities/inference/aigatewayroute-inferencepool.md:14-37): Envoy
+Gateway with AI Gateway's base values, then AI Gateway, and only then
+InferencePool support added to Envoy Gateway (an ``Addon``, a Helm upgrade of
+the same release). Envoy Gateway v1.8.3 watches every extension backend
+resource it is configured with (internal/provider/kubernetes/controller.go:
+154-156, 2847-2857) and reports ready only once its caches sync
+(internal/provider/kubernetes/kubernetes.go:389-392), but its chart grants no
+RBAC on ``inference.networking.k8s.io`` (charts/gateway-helm/templates/
+_rbac.tpl): the ClusterRole and binding that let it list InferencePools ship
+with the AI Gateway chart (manifests/charts/ai-gateway-helm/templates/
+envoy_gateway_cluster_role_for_inference_pool.yaml:10-37). Configured with the
+InferencePool backend before that RBAC exists, Envoy Gateway never turns
+ready, its Helm wait times out, and the release that would grant the RBAC is
+never created.
+
+Removing the stack (``stack.install: false``, or deleting the XR) uninstalls
+nothing: every Release, the GAIE CRD Objects and the GatewayClass are composed
+without the Delete management policy, so Fleetgate stops managing them and
+they stay. A CRD uninstalled with its release deletes every object of its kind
+on the cluster, and those objects are other XRs' (the ai-gateway-crds chart
+ships its CRDs as plain templates, without ``helm.sh/resource-policy: keep``:
+manifests/charts/ai-gateway-crds-helm/templates/*.yaml, v1.1.0). The releases
+without CRDs stay too: Envoy Gateway, still configured with the InferencePool
+backend, never turns ready again once the ai-gateway release and the
+InferencePool RBAC it carries are gone, and the cluster gateway still running
+on the GatewayClass would stop being programmed without it.
 """
 
 from collections.abc import Mapping
@@ -14,8 +42,10 @@ from typing import Any, Final
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.objects import Manifest
+from fleetgate.core.observed import dig
 from fleetgate.core.readiness import condition_query
 from fleetgate.inference_cluster import gaie_crds
+from fleetgate.inference_cluster.builders import KEEP_ON_DELETE
 
 HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
 JETSTACK: Final = "https://charts.jetstack.io"
@@ -32,6 +62,18 @@ CALLER_METADATA_KEY: Final = "caller"
 
 
 @dataclass(frozen=True)
+class Addon:
+    """Values a release gains once other components are Ready: a Helm upgrade, never undone."""
+
+    name: str
+    after: tuple[str, ...]
+    """Components of the stack that must be Ready first."""
+    values: Mapping[str, Any]
+    marker: tuple[str, ...]
+    """A path into the values that only this addon sets: how an applied addon is recognised."""
+
+
+@dataclass(frozen=True)
 class Chart:
     """One Helm release of the serving stack."""
 
@@ -45,6 +87,7 @@ class Chart:
     after_resources: tuple[str, ...] = ()
     """Other composed resources (by composition name) that must be Ready first."""
     values: Mapping[str, Any] = field(default_factory=dict)
+    addons: tuple[Addon, ...] = ()
 
     @property
     def release(self) -> str:
@@ -54,6 +97,31 @@ class Chart:
 
 GAIE_CRDS: Final = "gaie-crds"
 """Pseudo-component standing for the Gateway API Inference Extension CRD Objects."""
+
+# Envoy Gateway's deployment has no checksum of its config (charts/gateway-helm/
+# templates/envoy-gateway-deployment.yaml:21-26, v1.8.3): a changed pod
+# annotation rolls it, as upstream's `kubectl rollout restart` does
+# (aigatewayroute-inferencepool.md:29-36), so the Helm wait judges the new
+# configuration, informers and RBAC included.
+ADDONS_ANNOTATION: Final = "fleetgate.dev/addons"
+INFERENCE_POOL_BACKEND: Final = {
+    "group": "inference.networking.k8s.io",
+    "kind": "InferencePool",
+    "version": "v1",
+}
+INFERENCE_POOL_ADDON: Final = Addon(
+    name="inference-pool",
+    # ai-gateway itself waits for the GAIE CRDs, so they are there too.
+    after=("ai-gateway",),
+    # As upstream's examples/inference-pool/envoy-gateway-values-addon.yaml:21-28.
+    values={
+        "config": {
+            "envoyGateway": {"extensionManager": {"backendResources": [INFERENCE_POOL_BACKEND]}}
+        },
+        "deployment": {"pod": {"annotations": {ADDONS_ANNOTATION: "inference-pool"}}},
+    },
+    marker=("config", "envoyGateway", "extensionManager", "backendResources"),
+)
 
 CHARTS: Final[tuple[Chart, ...]] = (
     Chart(
@@ -92,9 +160,8 @@ CHARTS: Final[tuple[Chart, ...]] = (
         repository=ENVOY_OCI,
         version="v1.8.3",
         namespace=EG_NAMESPACE,
-        # Envoy Gateway watches the InferencePool backend kind below and fails
-        # to start its watch when the CRD is missing.
-        after=(GAIE_CRDS,),
+        # AI Gateway's base values (manifests/envoy-gateway-values.yaml:20-57,
+        # v1.1.0); the InferencePool backend comes later, as an addon.
         values={
             "config": {
                 "envoyGateway": {
@@ -115,17 +182,13 @@ CHARTS: Final[tuple[Chart, ...]] = (
                                 "port": AIGW_EXTENSION_PORT,
                             }
                         },
-                        "backendResources": [
-                            {
-                                "group": "inference.networking.k8s.io",
-                                "kind": "InferencePool",
-                                "version": "v1",
-                            }
-                        ],
                     },
                 }
             }
         },
+        addons=(INFERENCE_POOL_ADDON,),
+        # Its subchart's CRDs sit in crds/ (charts/gateway-helm/charts/crds/crds/),
+        # which Helm never deletes; its Gateways and policies are other XRs'.
     ),
     Chart(
         key="ai-gateway-crds",
@@ -140,8 +203,11 @@ CHARTS: Final[tuple[Chart, ...]] = (
         repository=ENVOY_OCI,
         version="v1.1.0",
         namespace=AIGW_NAMESPACE,
-        # The chart writes RBAC into Envoy Gateway's namespace.
-        after=("ai-gateway-crds", "envoy-gateway"),
+        # Its controller serves Envoy Gateway's extension hooks and needs
+        # Envoy Gateway's and its own CRDs; it looks for the InferencePool CRD
+        # once, at start (internal/controller/controller.go:192-204, v1.1.0),
+        # and runs no InferencePool controller if it is missing.
+        after=("ai-gateway-crds", "envoy-gateway", GAIE_CRDS),
         values={
             "controller": {
                 # Also replaces the default mapping (agent-session-id), which
@@ -163,8 +229,46 @@ def crd_key(crd_name: str) -> str:
     return f"crd-{crd_name}"
 
 
-def release(chart: Chart, *, provider_config: str) -> Manifest:
+def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``extra`` merged in, maps recursively (as Helm merges values files)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def carries(observed: Mapping[str, Any] | None, addon: Addon) -> bool:
+    """Whether an observed Release was already composed with ``addon``."""
+    values = dig(observed, "spec", "forProvider", "values")
+    return dig(values, *addon.marker) is not None
+
+
+def release(chart: Chart, *, provider_config: str, addons: tuple[Addon, ...] = ()) -> Manifest:
     """A provider-helm Release of ``chart`` on the cluster behind ``provider_config``."""
+    values: dict[str, Any] = dict(chart.values)
+    for addon in addons:
+        values = merged(values, addon.values)
+    spec: dict[str, Any] = {
+        "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
+        "forProvider": {
+            "chart": {
+                "repository": chart.repository,
+                "name": chart.chart,
+                "version": chart.version,
+            },
+            "namespace": chart.namespace,
+            # Ready only once the workloads are: dependants start after.
+            "wait": True,
+            "waitTimeout": "10m",
+            "values": values,
+        },
+        # Never uninstalled (see the module's doc): without Delete, provider-helm
+        # leaves the release installed when the Release object goes.
+        "managementPolicies": list(KEEP_ON_DELETE),
+    }
     return {
         "apiVersion": HELM_API_VERSION,
         "kind": "Release",
@@ -174,21 +278,7 @@ def release(chart: Chart, *, provider_config: str) -> Manifest:
             # The Helm release name; the Release object's own name is Crossplane's.
             "annotations": {"crossplane.io/external-name": chart.release},
         },
-        "spec": {
-            "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
-            "forProvider": {
-                "chart": {
-                    "repository": chart.repository,
-                    "name": chart.chart,
-                    "version": chart.version,
-                },
-                "namespace": chart.namespace,
-                # Ready only once the workloads are: dependants start after.
-                "wait": True,
-                "waitTimeout": "10m",
-                "values": dict(chart.values),
-            },
-        },
+        "spec": spec,
     }
 
 
