@@ -352,7 +352,9 @@ def test_llmd_pool_fronts_the_engine_pods() -> None:
     }
     assert pool["spec"]["targetPorts"] == [{"number": 8000}]
     picker = pool["spec"]["endpointPickerRef"]
-    assert picker["failureMode"] == FAILURE_MODE, "set explicitly, never the CRD default"
+    # AI Gateway v1.1.0 builds the picker's filter fail-closed whatever the field
+    # says (internal/extensionserver/inferencepool.go:314): say what happens.
+    assert picker["failureMode"] == FAILURE_MODE == "FailClose", "explicit, and what happens"
     assert picker["name"] == by_part["picker-service"]["metadata"]["name"]
     assert picker["port"] == {"number": by_part["picker-service"]["spec"]["ports"][0]["port"]}
     assert rendered.backend_ref == {
@@ -386,6 +388,41 @@ def test_llmd_endpoint_picker() -> None:
     )
     resources = {r for rule in by_part["picker-role"]["rules"] for r in rule["resources"]}
     assert {"pods", "inferencepools"} <= resources
+
+
+def test_llmd_endpoint_picker_may_authenticate_metrics_scrapes() -> None:
+    # GAIE v1.0.2's picker serves /metrics behind controller-runtime's authn/authz
+    # filter (cmd/epp/runner/runner.go:186-189): it must create token and access
+    # reviews, as upstream's chart grants (config/charts/inferencepool/templates/rbac.yaml).
+    by_part = parts("LLMD")
+    account = by_part["picker-account"]["metadata"]
+    role, binding = by_part["picker-auth-role"], by_part["picker-auth-binding"]
+    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
+    assert "namespace" not in role["metadata"]
+    assert "namespace" not in binding["metadata"]
+    grants = {
+        (g, r, v)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert grants == {
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    # Cluster-wide names: one per deployment, never another deployment's.
+    other = PROVIDERS["LLMD"].render(WORKLOAD(name="md-team-b-qwen-0123456789"))
+    other_role = {p.part: p.manifest for p in other.parts}["picker-auth-role"]
+    assert other_role["metadata"]["name"] != role["metadata"]["name"]
 
 
 def test_llmd_serves_vllm_on_gpus_only() -> None:

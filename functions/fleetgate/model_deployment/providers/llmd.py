@@ -37,11 +37,16 @@ PICKER_METRICS_PORT = 9090
 CONFIG_FILE = "epp-config.yaml"
 CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 
-# When the picker is unreachable, keep serving with the gateway's own load
-# balancing over the pool rather than failing every request: a model that
-# routes less cleverly beats one that does not answer. Set explicitly because
-# the CRD's default (FailClose) is the opposite.
-FAILURE_MODE = "FailOpen"
+# What happens when the picker does not answer is decided by the gateway, and
+# Envoy AI Gateway v1.1.0 (which builds the picker's ext_proc filter for Envoy
+# Gateway) always builds it fail-closed and never reads this field
+# (internal/extensionserver/inferencepool.go:288-315, FailureModeAllow: false):
+# with the picker down, requests to the pool fail; there is no fallback to the
+# gateway's own load balancing. The field is set to what actually happens,
+# explicitly (the CRD defaults it to the same, GAIE v1.0.2
+# api/v1/inferencepool_types.go:139-144), so the object does not promise a
+# FailOpen that no gateway of this fleet honours.
+FAILURE_MODE = "FailClose"
 
 # The upstream chart's default scheduling profile, in the EndpointPickerConfig
 # format of this EPP version. JSON is YAML, and keeps the function free of a
@@ -97,6 +102,57 @@ def picker_config(workload: Workload) -> Manifest:
         "metadata": pods.metadata(workload, picker_name(workload)),
         "data": {CONFIG_FILE: json.dumps(PICKER_CONFIG, indent=2) + "\n"},
     }
+
+
+def picker_auth_name(workload: Workload) -> str:
+    """The ClusterRole (and binding) of one picker: cluster-wide, so it says whose it is."""
+    return f"fleetgate-{picker_name(workload)}"
+
+
+def picker_auth_rbac(workload: Workload) -> tuple[Manifest, Manifest]:
+    """ClusterRole and ClusterRoleBinding: let the picker authenticate metrics scrapes.
+
+    The picker serves /metrics behind controller-runtime's
+    WithAuthenticationAndAuthorization filter (GAIE v1.0.2,
+    cmd/epp/runner/runner.go:186-189), which asks the API server to review
+    each scraper's token and access: without create on tokenreviews and
+    subjectaccessreviews every scrape is refused. Upstream's chart grants
+    exactly these (config/charts/inferencepool/templates/rbac.yaml:1-38).
+    Both kinds are cluster-scoped, hence no namespace and a cluster-wide name.
+    """
+    name = picker_auth_name(workload)
+    meta = {"name": name, "labels": dict(workload.labels)}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": meta,
+        "rules": [
+            {
+                "apiGroups": ["authentication.k8s.io"],
+                "resources": ["tokenreviews"],
+                "verbs": ["create"],
+            },
+            {
+                "apiGroups": ["authorization.k8s.io"],
+                "resources": ["subjectaccessreviews"],
+                "verbs": ["create"],
+            },
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": dict(meta, labels=dict(workload.labels)),
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": picker_name(workload),
+                "namespace": workload.namespace,
+            }
+        ],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+    }
+    return role, binding
 
 
 def picker_rbac(workload: Workload) -> tuple[Manifest, Manifest, Manifest]:
@@ -216,11 +272,14 @@ def picker_service(workload: Workload) -> Manifest:
 def pool_parts(workload: Workload, image: str = PICKER_IMAGE) -> tuple[RemotePart, ...]:
     """The pool over the workload's pods (``workload.selector``) and its endpoint picker."""
     account, role, binding = picker_rbac(workload)
+    auth_role, auth_binding = picker_auth_rbac(workload)
     return (
         RemotePart("pool", inference_pool(workload)),
         RemotePart("picker-account", account),
         RemotePart("picker-role", role),
         RemotePart("picker-binding", binding),
+        RemotePart("picker-auth-role", auth_role),
+        RemotePart("picker-auth-binding", auth_binding),
         RemotePart("picker-config", picker_config(workload)),
         RemotePart("picker", picker_deployment(workload, image)),
         RemotePart("picker-service", picker_service(workload)),
