@@ -71,6 +71,67 @@ $(XRDCHECK): e2e/xrdcheck/main.go e2e/xrdcheck/go.mod e2e/xrdcheck/go.sum
 	mkdir -p $(BIN)
 	cd e2e/xrdcheck && go build -o $(CURDIR)/$@ .
 
+## Binaries of the real control plane (make e2e) and of Envoy Gateway's translator, each built
+## from the Go module proxy at the version its tools/**/go.mod pins (checksummed by go.sum) and
+## cached under .cache/bin/<component>-<version>/, so a version bump builds anew and nothing else does.
+pinned = $(shell sed -nE 's@^(require |\t)$(2) (v[^ ]+).*@\2@p' $(1) | head -n 1)
+K8S_VERSION := $(call pinned,tools/controlplane/kubernetes/go.mod,k8s.io/kubernetes)
+ETCD_VERSION := $(call pinned,tools/controlplane/etcd/go.mod,go.etcd.io/etcd/server/v3)
+XP_VERSION := $(call pinned,tools/go.mod,github.com/crossplane/crossplane/v2)
+PK_VERSION := $(call pinned,tools/controlplane/provider-kubernetes/go.mod,github.com/crossplane-contrib/provider-kubernetes)
+REGISTRY_VERSION := $(call pinned,tools/controlplane/registry/go.mod,github.com/distribution/distribution/v3)
+TM_VERSION := $(call pinned,tools/controlplane/trust-manager/go.mod,github.com/cert-manager/trust-manager)
+EG_VERSION := $(call pinned,tools/egctl/go.mod,github.com/envoyproxy/gateway)
+HELM_VERSION := $(call pinned,tools/controlplane/helm/go.mod,helm.sh/helm/v3)
+KUBE_APISERVER := $(BIN)/kubernetes-$(K8S_VERSION)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(BIN)/kubernetes-$(K8S_VERSION)/kube-controller-manager
+KUBECTL := $(BIN)/kubernetes-$(K8S_VERSION)/kubectl
+ETCD := $(BIN)/etcd-$(ETCD_VERSION)/etcd
+CROSSPLANE_CORE := $(BIN)/crossplane-$(XP_VERSION)/crossplane
+PROVIDER_KUBERNETES := $(BIN)/provider-kubernetes-$(PK_VERSION)/provider
+REGISTRY := $(BIN)/registry-$(REGISTRY_VERSION)/registry
+TRUST_MANAGER := $(BIN)/trust-manager-$(TM_VERSION)/trust-manager
+EGCTL := $(BIN)/egctl-$(EG_VERSION)/egctl
+HELM := $(BIN)/helm-$(HELM_VERSION)/helm
+CONTROLPLANE_BINS := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) $(CROSSPLANE_CORE) \
+	$(PROVIDER_KUBERNETES) $(REGISTRY) $(TRUST_MANAGER) $(HELM)
+GOBUILD := go build -trimpath
+
+.PHONY: controlplane-bins egctl
+controlplane-bins: $(CONTROLPLANE_BINS)
+egctl: $(EGCTL)
+# The tests run Envoy Gateway's translator (tests/e2e/test_translate.py). Here, not on the
+# deps line above: a prerequisite is expanded where it is read, before EGCTL is set.
+deps: $(EGCTL)
+
+# The component-base stamps make /version report the release, as upstream's builds do.
+$(KUBE_CONTROLLER_MANAGER) $(KUBECTL): $(KUBE_APISERVER)
+$(KUBE_APISERVER): tools/controlplane/kubernetes/go.mod tools/controlplane/kubernetes/go.sum
+	mkdir -p $(@D)
+	cd tools/controlplane/kubernetes && $(GOBUILD) -o $(CURDIR)/$(@D)/ \
+	  -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	    -X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	    -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION:v%=%))) \
+	    -X k8s.io/component-base/version.gitTreeState=clean" \
+	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+$(ETCD): tools/controlplane/etcd/go.mod tools/controlplane/etcd/go.sum tools/controlplane/etcd/main.go
+	cd tools/controlplane/etcd && $(GOBUILD) -o $(CURDIR)/$@ .
+# Crossplane refuses packages ("Invalid Semantic Version") unless its version is stamped.
+$(CROSSPLANE_CORE): tools/go.mod tools/go.sum
+	cd tools && $(GOBUILD) -o $(CURDIR)/$@ \
+	  -ldflags "-X github.com/crossplane/crossplane/v2/internal/version.version=$(XP_VERSION)" \
+	  github.com/crossplane/crossplane/v2/cmd/crossplane
+$(PROVIDER_KUBERNETES): tools/controlplane/provider-kubernetes/go.mod tools/controlplane/provider-kubernetes/go.sum
+	cd tools/controlplane/provider-kubernetes && $(GOBUILD) -o $(CURDIR)/$@ github.com/crossplane-contrib/provider-kubernetes/cmd/provider
+$(REGISTRY): tools/controlplane/registry/go.mod tools/controlplane/registry/go.sum
+	cd tools/controlplane/registry && $(GOBUILD) -o $(CURDIR)/$@ github.com/distribution/distribution/v3/cmd/registry
+$(TRUST_MANAGER): tools/controlplane/trust-manager/go.mod tools/controlplane/trust-manager/go.sum
+	cd tools/controlplane/trust-manager && $(GOBUILD) -o $(CURDIR)/$@ github.com/cert-manager/trust-manager/cmd/trust-manager
+$(HELM): tools/controlplane/helm/go.mod tools/controlplane/helm/go.sum
+	cd tools/controlplane/helm && $(GOBUILD) -o $(CURDIR)/$@ helm.sh/helm/v3/cmd/helm
+$(EGCTL): tools/egctl/go.mod tools/egctl/go.sum
+	cd tools/egctl && $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
+
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
 	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))

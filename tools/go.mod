@@ -2,7 +2,10 @@ module fleetgate.dev/tools
 
 go 1.25.5
 
-tool github.com/crossplane/crossplane/v2/cmd/crank
+tool (
+	github.com/crossplane/crossplane/v2/cmd/crank
+	github.com/crossplane/crossplane/v2/cmd/crossplane
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -173,6 +176,7 @@ require (
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/riywo/loginshell v0.0.0-20200815045211-7d26008be1ab // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sassoftware/relic v7.2.1+incompatible // indirect
 	github.com/secure-systems-lab/go-securesystemslib v0.10.0 // indirect
 	github.com/sergi/go-diff v1.4.0 // indirect
