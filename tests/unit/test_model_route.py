@@ -86,6 +86,18 @@ def route(out: Outcome) -> Obj:
 # --- the canary's route, as its ModelService planned it ---------------------------
 
 
+def test_a_route_for_a_tls_gateway_attaches_to_its_https_listener_only() -> None:
+    spec = route(run(compose, request(model_route(sectionName="https"))))["spec"]
+    assert spec["parentRefs"] == [
+        {
+            "group": "gateway.networking.k8s.io",
+            "kind": "Gateway",
+            "name": fleet_gateway("public"),
+            "sectionName": "https",
+        }
+    ]
+
+
 def test_canary_route() -> None:
     out = canary()
     assert out.fatal == []

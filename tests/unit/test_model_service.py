@@ -272,6 +272,17 @@ def test_failover_timeouts_come_from_the_gateway() -> None:
     assert (gw["requestTimeout"], gw["streamIdleTimeout"]) == ("15m", "20s")
 
 
+@pytest.mark.parametrize(("tls", "section"), [(True, {"sectionName": "https"}), (False, {})])
+def test_with_tls_a_model_is_routed_on_the_https_listener_only(
+    tls: bool, section: dict[str, str]
+) -> None:
+    """Without a sectionName the route also attached to the plain-HTTP listener (egctl showed it)."""
+    required = canary_fleet()
+    required["gateways"] = [gateway(tls=tls)]
+    gw = model_routes(run(compose, request(CANARY, required=required)))["public"]["spec"]["gateway"]
+    assert {k: v for k, v in gw.items() if k == "sectionName"} == section
+
+
 def test_a_route_holds_at_most_128_backends() -> None:
     many = [hosted(f"e{i:03d}", "eu-1", labels={"app": "x"}) for i in range(130)]
     out = run(compose, request(service(entry(app="x")), required=fleet(many)))

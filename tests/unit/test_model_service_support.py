@@ -104,8 +104,12 @@ def gateway(
     selector: dict[str, str] | None = None,
     client_ca: str | None = CLIENT_CA,
     failover: dict[str, Any] | None = None,
+    tls: bool = False,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"clusterName": cluster}
+    if tls:
+        spec["hostname"] = f"{name}.example.com"
+        spec["tls"] = {"certificateRefs": [{"name": f"{name}-tls"}]}
     if selector is not None:
         spec["serviceSelector"] = {"matchLabels": selector}
     if failover is not None:

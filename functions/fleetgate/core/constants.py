@@ -17,6 +17,11 @@ LABEL_PREFIX: Final = f"{API_GROUP}/"
 LABEL_CLUSTER: Final = f"{LABEL_PREFIX}cluster"
 LABEL_DEPLOYMENT: Final = f"{LABEL_PREFIX}deployment"
 
+# The fleet gateway's TLS listener. With TLS, model routes attach to it alone: a
+# route without a sectionName attaches to every listener, the plain-HTTP one
+# included, and API keys and prompts would be accepted in cleartext.
+HTTPS_LISTENER: Final = "https"
+
 OBJECT_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 
 # Envoy AI Gateway writes per-request token counts into dynamic metadata under

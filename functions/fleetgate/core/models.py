@@ -167,6 +167,14 @@ class StackSpec(Model):
     install: bool = False
 
 
+class KaitoSpec(Model):
+    """How KAITO runs on the cluster; read by compose-model-deployment for KAITO Workspaces."""
+
+    # KAITO v0.12.0's default (featureGates.disableNodeAutoProvisioning: false).
+    node_auto_provisioning: bool = True
+    instance_type: Name | None = None
+
+
 class InferenceClusterSpec(Model):
     credentials: ClusterCredentials
     placement: ClusterPlacement = Field(default_factory=ClusterPlacement)
@@ -174,6 +182,7 @@ class InferenceClusterSpec(Model):
     providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
     gateway: ClusterGatewaySpec = Field(default_factory=ClusterGatewaySpec)
     stack: StackSpec = Field(default_factory=StackSpec)
+    kaito: KaitoSpec = Field(default_factory=KaitoSpec)
     schedulable: bool = True
 
 
@@ -298,6 +307,9 @@ class RouteGateway(Model):
     provider_config_name: Name
     request_timeout: Duration
     stream_idle_timeout: Duration
+    # The listener the route attaches to (the TLS listener when the gateway has
+    # TLS); None attaches it to every listener of the Gateway.
+    section_name: DNSLabel | None = None
 
 
 class RouteBackend(Model):

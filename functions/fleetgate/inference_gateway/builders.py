@@ -9,6 +9,7 @@ from typing import Any, Final
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
+    HTTPS_LISTENER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
@@ -126,7 +127,7 @@ def gateway(
     if tls_secrets:
         listeners.append(
             {
-                "name": "https",
+                "name": HTTPS_LISTENER,
                 "protocol": "HTTPS",
                 "port": HTTPS_PORT,
                 "hostname": hostname,

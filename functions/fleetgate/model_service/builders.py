@@ -106,12 +106,15 @@ def route(service: Service, gateway: RouteGateway, backends: Sequence[RouteBacke
         if b.model_name_override:
             ref["modelNameOverride"] = b.model_name_override
         backend_refs.append(ref)
+    parent = {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name}
+    if gateway.section_name:
+        parent["sectionName"] = gateway.section_name
     return _manifest(
         AI_GATEWAY_VERSION,
         "AIGatewayRoute",
         route_name(service, gateway.name),
         spec={
-            "parentRefs": [{"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name}],
+            "parentRefs": [parent],
             "rules": [
                 {
                     # Exact: only exact matches are listed by /v1/models.

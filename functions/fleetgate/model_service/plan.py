@@ -12,7 +12,7 @@ the ModelRoute's name and manifest, carrying one over, reading its progress.
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from fleetgate.core.constants import API_VERSION, LABEL_PREFIX
+from fleetgate.core.constants import API_VERSION, HTTPS_LISTENER, LABEL_PREFIX
 from fleetgate.core.models import BackendTLS
 from fleetgate.core.names import fleet_gateway, hashed_label, label_value
 from fleetgate.core.objects import Manifest
@@ -91,6 +91,8 @@ def model_route(service: Service, gateway: ServingGateway, planned: Sequence[Pla
                 "providerConfigName": gateway.provider_config,
                 "requestTimeout": gateway.failover.request_timeout,
                 "streamIdleTimeout": gateway.failover.stream_idle_timeout,
+                # Models are never served in plaintext: with TLS, the https listener only.
+                **({"sectionName": HTTPS_LISTENER} if gateway.tls else {}),
             },
             "backends": [_backend(plan) for plan in planned],
         },

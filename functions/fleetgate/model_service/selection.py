@@ -75,6 +75,7 @@ class ServingGateway:
     provider_config: str
     failover: Failover
     open_ai: str | None
+    tls: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,11 @@ def sort_gateways(
         else:
             serving.append(
                 ServingGateway(
-                    name, provider_config, gateway.spec.failover, gateway.status.endpoints.open_ai
+                    name,
+                    provider_config,
+                    gateway.spec.failover,
+                    gateway.status.endpoints.open_ai,
+                    tls=gateway.spec.tls is not None,
                 )
             )
     return serving, pending
