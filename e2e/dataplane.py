@@ -1,0 +1,475 @@
+"""What the settled fleet's data plane does, as Envoy Gateway's own translator says.
+
+Every workload cluster of a walked fleet goes through ``egctl experimental
+translate`` (``e2e.translate``); each check here reads its answer (the
+statuses Envoy Gateway writes and the xDS it generates) and returns a list of
+problems, empty when the fact holds, like ``e2e.fleetcheck``.
+"""
+
+import copy
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2e import translate
+from e2e.fleet import Fleet, Obj
+from e2e.translate import Translation
+from fleetgate.core import names
+from fleetgate.core.constants import SYSTEM_NAMESPACE
+
+Edit = Callable[[str, list[Obj]], list[Obj]]
+TLS_CONTEXT = "envoy.transport_sockets.tls"
+RETRY_TRIGGERS = frozenset({"connect-failure", "reset", "refused-stream", "retriable-status-codes"})
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One workload cluster: what was composed onto it, what egctl was given, its answer."""
+
+    provider_config: str
+    composed: list[Obj]
+    given: list[Obj]
+    result: Translation
+
+
+def translate_fleet(fleet: Fleet, edit: Edit | None = None) -> dict[str, Cluster]:
+    """Translate every workload cluster; ``edit`` may change what a cluster holds first (drills)."""
+    workdir = Path(tempfile.mkdtemp(prefix="egctl-"))
+    out = {}
+    for pc, composed in sorted(translate.cluster_objects(fleet).items()):
+        given = translate.cluster_input(fleet, pc, composed)
+        if edit is not None:
+            given = edit(pc, copy.deepcopy(given))
+        out[pc] = Cluster(pc, composed, given, translate.translate(given, workdir / pc))
+    return out
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _conditions(entry: Obj) -> dict[str, Obj]:
+    return {str(c.get("type")): c for c in entry.get("conditions") or []}
+
+
+def _want(where: str, entry: Obj, *types: str) -> list[str]:
+    found = _conditions(entry)
+    problems = []
+    for type_ in types:
+        c = found.get(type_)
+        if c is None or c.get("status") != "True":
+            why = f"{c.get('reason')}: {c.get('message')}" if c else "absent"
+            problems.append(f"{where}: {type_} is not True ({why})")
+    return problems
+
+
+# --- statuses ---------------------------------------------------------------------
+
+POLICY_LISTS = (
+    "clientTrafficPolicies",
+    "backendTrafficPolicies",
+    "securityPolicies",
+    "envoyPatchPolicies",
+)
+
+
+def status_problems(cluster: Cluster) -> list[str]:
+    """Every listener, route, Backend and policy Accepted (and resolved, and programmed).
+
+    egctl writes no Gateway-level conditions (the controller sets those once
+    the Envoy deployment exists): a Gateway is judged by its listeners.
+    """
+    t = cluster.result
+    pc = cluster.provider_config
+    problems = []
+    for gw in t.objects("gateways"):
+        where = f"{pc}: Gateway {_name(gw)}"
+        status = gw.get("status") or {}
+        if not status.get("listeners"):
+            problems.append(f"{where}: no listener translated")
+        for listener in status.get("listeners") or []:
+            problems += _want(
+                f"{where} listener {listener.get('name')}",
+                listener,
+                "Accepted",
+                "ResolvedRefs",
+                "Programmed",
+            )
+    for route in t.objects("httpRoutes"):
+        parents = (route.get("status") or {}).get("parents") or []
+        if not parents:
+            problems.append(f"{pc}: HTTPRoute {_name(route)} attached to no Gateway")
+        for parent in parents:
+            where = f"{pc}: HTTPRoute {_name(route)} on {parent['parentRef'].get('name')}"
+            problems += _want(where, parent, "Accepted", "ResolvedRefs")
+    for backend in t.objects("backends"):
+        problems += _want(
+            f"{pc}: Backend {_name(backend)}", backend.get("status") or {}, "Accepted"
+        )
+    for kind_list in POLICY_LISTS:
+        for policy in t.objects(kind_list):
+            ancestors = (policy.get("status") or {}).get("ancestors") or []
+            if not ancestors:
+                problems.append(f"{pc}: {kind_list} {_name(policy)} applies to nothing")
+            for ancestor in ancestors:
+                problems += _want(f"{pc}: {kind_list} {_name(policy)}", ancestor, "Accepted")
+    return problems
+
+
+def route_problems(cluster: Cluster, name: str) -> list[str]:
+    """The statuses of one HTTPRoute (e.g. the one AI Gateway generates for a model route)."""
+    try:
+        route = cluster.result.named("httpRoutes", name)
+    except KeyError as err:
+        return [str(err)]
+    problems = []
+    for parent in (route.get("status") or {}).get("parents") or []:
+        problems += _want(f"HTTPRoute {name}", parent, "Accepted", "ResolvedRefs")
+    return problems
+
+
+# --- the fleet's gateways ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetGateway:
+    name: str  # the InferenceGateway
+    gateway: str  # its Gateway on the cluster
+    provider_config: str
+    tls: bool
+    spec: dict[str, Any]
+
+
+def fleet_gateways(fleet: Fleet) -> list[FleetGateway]:
+    out = []
+    for key, xr in sorted(fleet.xrs.items()):
+        if key[0] != "InferenceGateway":
+            continue
+        cluster = fleet.xrs.get(("InferenceCluster", "", xr["spec"]["clusterName"])) or {}
+        pc = ((cluster.get("status") or {}).get("providerConfigRef") or {}).get("name", "")
+        out.append(
+            FleetGateway(
+                key[2], names.fleet_gateway(key[2]), pc, "tls" in xr["spec"], dict(xr["spec"])
+            )
+        )
+    return out
+
+
+def model_routes(cluster: Cluster, gateway: str) -> list[Obj]:
+    """The AIGatewayRoutes on the cluster whose parent is ``gateway``."""
+    return [
+        r
+        for r in cluster.composed
+        if r.get("kind") == "AIGatewayRoute"
+        and any(p.get("name") == gateway for p in r["spec"].get("parentRefs") or [])
+    ]
+
+
+def _listener_routes(t: Translation, gateway: str) -> dict[str, set[str]]:
+    """Listener name → the HTTPRoutes (by name) its route configuration serves."""
+    out: dict[str, set[str]] = {}
+    for rc in t.route_configs(gateway, SYSTEM_NAMESPACE):
+        listener = str(rc["name"]).rsplit("/", 1)[-1]
+        served = out.setdefault(listener, set())
+        for vh in rc.get("virtualHosts") or []:
+            for route in vh.get("routes") or []:
+                parts = str(route.get("name", "")).split("/")
+                if len(parts) > 2 and parts[0] == "httproute":
+                    served.add(parts[2])
+    return out
+
+
+def attachment_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """With TLS, model routes on https only and /healthz alone on http; /healthz everywhere."""
+    problems = []
+    for gw in fleet_gateways(fleet):
+        cluster = clusters[gw.provider_config]
+        served = _listener_routes(cluster.result, gw.gateway)
+        healthz = names.object_name(gw.gateway, "healthz")
+        routes = {_name(r) for r in model_routes(cluster, gw.gateway)}
+        model_listener = "https" if gw.tls else "http"
+        missing = routes - served.get(model_listener, set())
+        if missing:
+            problems.append(f"{gw.name}: {model_listener} does not serve {sorted(missing)}")
+        if gw.tls and served.get("http", set()) != {healthz}:
+            problems.append(
+                f"{gw.name}: the plain-HTTP listener serves {sorted(served.get('http', set()))}, "
+                f"not {healthz} alone"
+            )
+        for listener, held in served.items():
+            if healthz not in held:
+                problems.append(f"{gw.name}: {listener} does not answer /healthz")
+    return problems
+
+
+# --- xDS: listeners -------------------------------------------------------------------
+
+
+def _chains(listener: Obj) -> list[Obj]:
+    return [
+        *(listener.get("filterChains") or []),
+        *([listener["defaultFilterChain"]] if "defaultFilterChain" in listener else []),
+    ]
+
+
+def _hcm(chain: Obj) -> Obj:
+    for f in chain.get("filters") or []:
+        if f.get("name") == "envoy.filters.network.http_connection_manager":
+            return dict(f.get("typedConfig") or {})
+    return {}
+
+
+def listener(t: Translation, gateway: str, section: str) -> Obj | None:
+    return next(
+        (
+            item
+            for item in t.listeners(gateway, SYSTEM_NAMESPACE)
+            if item.get("name") == f"{SYSTEM_NAMESPACE}/{gateway}/{section}"
+        ),
+        None,
+    )
+
+
+def downstream_tls(item: Obj) -> list[Obj]:
+    return [
+        dict(c["transportSocket"]["typedConfig"])
+        for c in _chains(item)
+        if (c.get("transportSocket") or {}).get("name") == TLS_CONTEXT
+    ]
+
+
+def listener_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Cluster gateways require client certificates; fleet gateways serve TLS for their name."""
+    problems = []
+    for pc, cluster in clusters.items():
+        item = listener(cluster.result, names.CLUSTER_GATEWAY, "https")
+        if item is None:
+            problems.append(f"{pc}: the cluster gateway has no https listener in xDS")
+            continue
+        if [c.get("name") for c in _chains(item)] != [
+            f"{SYSTEM_NAMESPACE}/{names.CLUSTER_GATEWAY}/https"
+        ]:
+            problems.append(f"{pc}: the cluster gateway has other filter chains than https")
+        for tls in downstream_tls(item) or [{}]:
+            if tls.get("requireClientCertificate") is not True:
+                problems.append(f"{pc}: the cluster gateway does not require a client certificate")
+            if "validationContextSdsSecretConfig" not in (tls.get("commonTlsContext") or {}):
+                problems.append(f"{pc}: the cluster gateway validates no client certificate")
+    for gw in fleet_gateways(fleet):
+        t = clusters[gw.provider_config].result
+        if gw.tls:
+            item = listener(t, gw.gateway, "https")
+            served = downstream_tls(item) if item else []
+            hosts = [
+                (c.get("filterChainMatch") or {}).get("serverNames") for c in _chains(item or {})
+            ]
+            if not served or hosts != [[gw.spec["hostname"]]]:
+                problems.append(f"{gw.name}: https is not TLS for {gw.spec['hostname']}: {hosts}")
+        plain = listener(t, gw.gateway, "http")
+        if plain is None or downstream_tls(plain):
+            problems.append(f"{gw.name}: no plain-HTTP listener for health checks")
+    return problems
+
+
+# --- xDS: the model routes' clusters ----------------------------------------------------------
+
+
+def route_cluster(t: Translation, gateway: str, route: str) -> Obj | None:
+    """The single xDS cluster Envoy Gateway makes of an AIGatewayRoute's first rule."""
+    wanted = f"httproute/{SYSTEM_NAMESPACE}/{route}/rule/0"
+    return next((c for c in t.clusters(gateway, SYSTEM_NAMESPACE) if c.get("name") == wanted), None)
+
+
+def _locality_backend(locality: Obj) -> str:
+    resources = (
+        ((locality.get("metadata") or {}).get("filterMetadata") or {}).get("envoy-gateway") or {}
+    ).get("resources") or []
+    return str(resources[0].get("name", "")) if resources else ""
+
+
+def ai_gateway_priorities(cluster: Obj, route: Obj, objects: list[Obj]) -> list[tuple[str, int]]:
+    """(Backend, priority) per locality, as AI Gateway's extension server sets them.
+
+    Envoy AI Gateway v1.1.0, internal/extensionserver/post_translate_modify.go
+    lines 372-392: for a route-level cluster, the n-th LocalityLbEndpoints (in
+    backendRef order, skipping weight-0 refs) gets the n-th backendRef's
+    priority. Which Backend each locality dials is Envoy Gateway's doing, read
+    from the locality's metadata, so a locality order that does not follow the
+    backendRefs shows as a priority on the wrong Backend.
+    """
+    services = {_name(o): o for o in objects if o.get("kind") == "AIServiceBackend"}
+    refs = [r for r in route["spec"]["rules"][0]["backendRefs"] if r.get("weight", 1) != 0]
+    localities = (cluster.get("loadAssignment") or {}).get("endpoints") or []
+    out = []
+    for ref, locality in zip(refs, localities, strict=False):
+        dialled = _locality_backend(locality)
+        wanted = services[ref["name"]]["spec"]["backendRef"]["name"]
+        out.append(
+            (
+                dialled if dialled == wanted else f"{dialled} (not {wanted})",
+                int(ref.get("priority", 0)),
+            )
+        )
+    return out
+
+
+def _upstream_tls(cluster: Obj, locality: Obj) -> Obj:
+    """The UpstreamTlsContext Envoy uses for one locality (its transport socket match)."""
+    endpoints = locality.get("lbEndpoints") or [{}]
+    match = (
+        ((endpoints[0].get("metadata") or {}).get("filterMetadata") or {}).get(
+            "envoy.transport_socket_match"
+        )
+        or {}
+    ).get("name")
+    for candidate in cluster.get("transportSocketMatches") or []:
+        if candidate.get("name") == match:
+            return dict((candidate.get("transportSocket") or {}).get("typedConfig") or {})
+    socket = cluster.get("transportSocket") or {}
+    return dict(socket.get("typedConfig") or {}) if socket.get("name") == TLS_CONTEXT else {}
+
+
+def backend_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """One cluster per model route; per backend TLS, SNI, CA validation, client certificate."""
+    hostnames = {names.cluster_hostname(k[2]) for k in fleet.xrs if k[0] == "InferenceCluster"}
+    problems = []
+    for gw, cluster, route, xds in route_clusters(fleet, clusters):
+        where = f"{gw.name}: route {_name(route)}"
+        localities = (xds.get("loadAssignment") or {}).get("endpoints") or []
+        refs = route["spec"]["rules"][0]["backendRefs"]
+        if len(localities) != len(refs):
+            problems.append(f"{where}: {len(localities)} localities for {len(refs)} backends")
+        backends = {_name(o): o for o in cluster.composed if o.get("kind") == "Backend"}
+        for locality in localities:
+            backend = backends.get(_locality_backend(locality))
+            if backend is None:
+                problems.append(f"{where}: a locality dials no Backend of the route")
+                continue
+            host = backend["spec"]["endpoints"][0]["fqdn"]["hostname"]
+            tls = _upstream_tls(xds, locality)
+            common = tls.get("commonTlsContext") or {}
+            validation = common.get("combinedValidationContext") or {}
+            sans = [
+                m.get("matcher", {}).get("exact")
+                for m in (validation.get("defaultValidationContext") or {}).get(
+                    "matchTypedSubjectAltNames"
+                )
+                or []
+            ]
+            if tls.get("sni") != host or sans != [host]:
+                problems.append(
+                    f"{where}: {host} without SNI and name validation: {tls.get('sni')} {sans}"
+                )
+            if "validationContextSdsSecretConfig" not in validation:
+                problems.append(f"{where}: {host}'s certificate is validated against no CA")
+            sent = [c.get("name") for c in common.get("tlsCertificateSdsSecretConfigs") or []]
+            client = f"{SYSTEM_NAMESPACE}/{names.gateway_client_certificate(gw.name)}"
+            if host in hostnames and sent != [client]:
+                problems.append(
+                    f"{where}: {host} is sent {sent}, not the client certificate {client}"
+                )
+            if host not in hostnames and sent:
+                problems.append(f"{where}: a client certificate is sent to the third party {host}")
+    return problems
+
+
+def route_clusters(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> Iterator[tuple[FleetGateway, Cluster, Obj, Obj]]:
+    """(gateway, its cluster, AIGatewayRoute, the route's xDS cluster) for every model route."""
+    for gw in fleet_gateways(fleet):
+        cluster = clusters[gw.provider_config]
+        for route in model_routes(cluster, gw.gateway):
+            xds = route_cluster(cluster.result, gw.gateway, _name(route))
+            if xds is not None:
+                yield gw, cluster, route, xds
+
+
+def cluster_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Every model route's rule is one xDS cluster (weighted clusters: an unresolved backend)."""
+    found = {(gw.name, _name(route)) for gw, _, route, _ in route_clusters(fleet, clusters)}
+    return [
+        f"{gw.name}: route {_name(route)} is not one cluster (an invalid backend share?)"
+        for gw in fleet_gateways(fleet)
+        for route in model_routes(clusters[gw.provider_config], gw.gateway)
+        if (gw.name, _name(route)) not in found
+    ]
+
+
+def priority_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Each model route's backends land in its cluster with the priorities the route planned."""
+    problems = []
+    for gw, cluster, route, xds in route_clusters(fleet, clusters):
+        services = {_name(o): o for o in cluster.composed if o.get("kind") == "AIServiceBackend"}
+        want = [
+            (services[r["name"]]["spec"]["backendRef"]["name"], int(r.get("priority", 0)))
+            for r in route["spec"]["rules"][0]["backendRefs"]
+        ]
+        got = ai_gateway_priorities(xds, route, cluster.composed)
+        if got != want:
+            problems.append(f"{gw.name}: route {_name(route)} priorities {got}, planned {want}")
+    return problems
+
+
+# --- xDS: retries and outlier detection --------------------------------------------------------
+
+
+def _routes(t: Translation, gateway: str, route: str) -> Iterator[Obj]:
+    for rc in t.route_configs(gateway, SYSTEM_NAMESPACE):
+        for vh in rc.get("virtualHosts") or []:
+            for r in vh.get("routes") or []:
+                if str(r.get("name", "")).startswith(
+                    f"httproute/{SYSTEM_NAMESPACE}/{route}/rule/0/"
+                ):
+                    yield r
+
+
+def failover_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Retries move across priorities on the gateway's triggers; outliers ejected, no panic mode."""
+    problems = []
+    for gw, cluster, route, xds in route_clusters(fleet, clusters):
+        where = f"{gw.name}: route {_name(route)}"
+        failover = gw.spec.get("failover") or {}
+        codes = sorted((failover.get("retryOn") or {}).get("httpStatusCodes") or [503])
+        outlier = failover.get("outlierDetection") or {}
+        for r in _routes(cluster.result, gw.gateway, _name(route)):
+            retry = (r.get("route") or {}).get("retryPolicy") or {}
+            triggers = set(str(retry.get("retryOn", "")).split(","))
+            if not triggers >= RETRY_TRIGGERS:
+                problems.append(f"{where}: retries on {sorted(triggers)}")
+            if retry.get("numRetries") != failover.get("retries", 3):
+                problems.append(f"{where}: {retry.get('numRetries')} retries")
+            if sorted(retry.get("retriableStatusCodes") or []) != codes:
+                problems.append(f"{where}: retries on status {retry.get('retriableStatusCodes')}")
+            priority = retry.get("retryPriority") or {}
+            if (
+                priority.get("name") != "envoy.retry_priorities.previous_priorities"
+                or (priority.get("typedConfig") or {}).get("updateFrequency") != 1
+            ):
+                problems.append(f"{where}: a retry does not move to the next priority: {priority}")
+        detection = xds.get("outlierDetection") or {}
+        if (
+            detection.get("consecutive5xx") != outlier.get("consecutive5xxErrors", 5)
+            or detection.get("baseEjectionTime") != outlier.get("baseEjectionTime", "30s")
+            or detection.get("maxEjectionPercent") != 100
+        ):
+            problems.append(f"{where}: outlier detection {detection}")
+        panic = (xds.get("commonLbConfig") or {}).get("healthyPanicThreshold")
+        if panic not in ({}, {"value": 0}):
+            problems.append(f"{where}: panic threshold {panic}")
+    return problems
+
+
+CHECKS = {
+    "egctl: every listener, route, Backend and policy accepted and resolved": (
+        lambda fleet, clusters: [p for c in clusters.values() for p in status_problems(c)]
+    ),
+    "egctl: model routes on the listeners they belong to": attachment_problems,
+    "egctl: listener TLS (client certificates required on cluster gateways)": listener_problems,
+    "egctl: backend TLS (SNI, CA validation, client certificate to clusters)": backend_problems,
+    "egctl: one cluster per model route": cluster_problems,
+    "egctl: each backend in its route's cluster with the priority planned": priority_problems,
+    "egctl: retries across priorities, outlier detection, no panic mode": failover_problems,
+}

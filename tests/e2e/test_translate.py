@@ -1,0 +1,209 @@
+"""The settled fleet through Envoy Gateway's own translator (egctl experimental translate).
+
+The fleet is walked once; each workload cluster's objects go through egctl,
+and the data-plane facts (e2e.dataplane) are read from what it answers:
+statuses, listeners, TLS, clusters, priorities, retries. The drills remove
+what a cluster may lack for a while, or add what a user may get wrong, and
+check that the translator says so.
+"""
+
+import base64
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e import dataplane, functions, render, translate
+from e2e.dataplane import Cluster
+from e2e.fleet import Fleet, Obj
+from fleetgate.core import names
+
+Check = Callable[[Fleet, dict[str, Cluster]], list[str]]
+PUBLIC = "eu-west-1"  # the public gateway's cluster
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Fleet]:
+    with functions.running(None):
+        walked = Fleet.load(render.EXAMPLES / "fleet")
+        walked.converge()
+        yield walked
+
+
+@pytest.fixture(scope="module")
+def clusters(fleet: Fleet) -> dict[str, Cluster]:
+    return dataplane.translate_fleet(fleet)
+
+
+@pytest.mark.parametrize("check", dataplane.CHECKS.values(), ids=dataplane.CHECKS.keys())
+def test_data_plane(fleet: Fleet, clusters: dict[str, Cluster], check: Check) -> None:
+    assert check(fleet, clusters) == []
+
+
+def test_every_cluster_and_gateway_was_translated(clusters: dict[str, Cluster]) -> None:
+    assert set(clusters) == {"eu-west-1", "us-east-1"}
+    for cluster in clusters.values():
+        gateways = {translate._name(g) for g in cluster.result.objects("gateways")}
+        assert names.CLUSTER_GATEWAY in gateways
+        assert len(gateways) == 2, gateways
+        assert cluster.result.xds.keys() == {f"fleetgate-system/{g}" for g in gateways}
+
+
+def test_egctl_missing_is_an_error_not_a_skip(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("EGCTL", str(tmp_path / "egctl"))
+    with pytest.raises(FileNotFoundError, match="make egctl"):
+        translate.egctl()
+
+
+def test_the_pinned_egctl_is_found_without_an_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EGCTL", raising=False)
+    path = translate.egctl()
+    assert path.parent.name == "egctl-v1.8.3"
+    assert os.access(path, os.X_OK)
+
+
+# --- Envoy AI Gateway's HTTPRoute, as its controller writes it -------------------------
+
+
+def test_an_ai_gateway_route_becomes_the_httproute_its_controller_writes() -> None:
+    route = {
+        "apiVersion": "aigateway.envoyproxy.io/v1beta1",
+        "kind": "AIGatewayRoute",
+        "metadata": {"name": "chat", "namespace": "ns"},
+        "spec": {
+            "parentRefs": [{"name": "gw", "sectionName": "https"}],
+            "hostnames": ["api.example.com"],
+            "rules": [
+                {
+                    "matches": [
+                        {"headers": [{"type": "Exact", "name": "x-ai-eg-model", "value": "m"}]}
+                    ],
+                    "backendRefs": [
+                        {"name": "a", "weight": 3, "priority": 0},
+                        {"name": "b", "priority": 1},
+                    ],
+                }
+            ],
+        },
+    }
+    services = [
+        {
+            "kind": "AIServiceBackend",
+            "metadata": {"name": n, "namespace": "ns"},
+            "spec": {
+                "backendRef": {
+                    "group": "gateway.envoyproxy.io",
+                    "kind": "Backend",
+                    "name": f"be-{n}",
+                }
+            },
+        }
+        for n in ("a", "b")
+    ]
+    http_route, rewrite, not_found = translate.ai_gateway_route(route, [route, *services])
+    assert http_route["metadata"] == {"name": "chat", "namespace": "ns"}
+    spec = http_route["spec"]
+    assert spec["parentRefs"] == [{"name": "gw", "sectionName": "https"}]
+    assert spec["hostnames"] == ["api.example.com"]
+    first, last = spec["rules"]
+    assert first["backendRefs"] == [
+        {"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "be-a", "weight": 3},
+        {"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "be-b"},
+    ]
+    assert first["matches"] == [
+        {
+            "headers": [{"type": "Exact", "name": "x-ai-eg-model", "value": "m"}],
+            "path": {"type": "PathPrefix", "value": "/"},
+        }
+    ]
+    assert first["timeouts"] == {"request": "60s"}
+    assert first["filters"][0]["extensionRef"]["name"] == "ai-eg-host-rewrite-chat"
+    assert last["name"] == "route-not-found"
+    assert last["filters"][0]["extensionRef"]["name"] == "ai-eg-route-not-found-response-chat"
+    assert rewrite["spec"] == {"urlRewrite": {"hostname": {"type": "Backend"}}}
+    assert not_found["spec"]["directResponse"]["statusCode"] == 404
+    with pytest.raises(LookupError, match=r"AIServiceBackend b\.ns not found"):
+        translate.ai_gateway_route(route, [route, services[0]])
+
+
+# --- drills -----------------------------------------------------------------------------
+
+
+def _without(kind: str, name: str) -> dataplane.Edit:
+    def edit(pc: str, objects: list[Obj]) -> list[Obj]:
+        if pc != PUBLIC:
+            return objects
+        kept = [o for o in objects if (o["kind"], translate._name(o)) != (kind, name)]
+        assert len(kept) == len(objects) - 1, f"{kind} {name} not on {pc}"
+        return kept
+
+    return edit
+
+
+def _public_route(clusters: dict[str, Cluster]) -> str:
+    (route,) = dataplane.model_routes(clusters[PUBLIC], names.fleet_gateway("public"))
+    return translate._name(route)
+
+
+def test_drill_a_cluster_ca_copy_missing_breaks_the_route_visibly(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    """Without the gateway's copy of us.east's CA, its Backend is unresolved: the route says so."""
+    ca_copy = names.gateway_cluster_ca("public", "us.east")
+    drilled = dataplane.translate_fleet(fleet, _without("ConfigMap", ca_copy))
+    problems = dataplane.route_problems(drilled[PUBLIC], _public_route(clusters))
+    assert problems
+    assert all("ResolvedRefs" in p for p in problems), problems
+    assert any(ca_copy in p for p in problems), problems
+
+
+def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    client = names.gateway_client_certificate("public")
+    drilled = dataplane.translate_fleet(fleet, _without("Secret", client))
+    problems = dataplane.route_problems(drilled[PUBLIC], _public_route(clusters))
+    assert problems
+    assert all("ResolvedRefs" in p for p in problems), problems
+    assert any(client in p for p in problems), problems
+
+
+def test_drill_a_duplicate_caller_key_is_refused(fleet: Fleet) -> None:
+    """Two callers with one key: Envoy Gateway refuses the whole caller policy."""
+
+    def duplicate(pc: str, objects: list[Obj]) -> list[Obj]:
+        for o in objects:
+            if o["kind"] == "Secret" and translate._name(o).startswith(
+                names.object_name(names.fleet_gateway("public"), "callers")
+            ):
+                data = o["data"]
+                first = sorted(data)[0]
+                data["team-c"] = data[first]
+        return objects
+
+    drilled = dataplane.translate_fleet(fleet, duplicate)
+    policy = drilled[PUBLIC].result.named(
+        "securityPolicies", names.object_name(names.fleet_gateway("public"), "callers")
+    )
+    (ancestor,) = policy["status"]["ancestors"]
+    accepted = {c["type"]: c for c in ancestor["conditions"]}["Accepted"]
+    assert accepted["status"] == "False"
+    assert "duplicated API key" in accepted["message"]
+
+
+def test_the_caller_keys_reach_the_translator_from_the_control_plane(
+    clusters: dict[str, Cluster],
+) -> None:
+    """patchesFrom is applied as provider-kubernetes would: the keys are the walk's own."""
+    (secret,) = [
+        o
+        for o in clusters[PUBLIC].given
+        if o["kind"] == "Secret" and "callers" in translate._name(o)
+    ]
+    assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
+        "team-a": "fg-key-team-a-6f1d2c9a",
+        "team-b": "fg-key-team-b-0b7e44d1",
+    }
