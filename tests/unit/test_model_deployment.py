@@ -639,3 +639,92 @@ def test_malformed_input_is_a_fatal_result_naming_the_field(
     assert len(out.fatal) == 1, out.results
     assert field in out.fatal[0]
     assert out.desired == {}
+
+
+# --- KAITO and node auto-provisioning (KAITO v0.12.0 workspace_validation.go:172-184) ---
+
+
+def kaito_cluster(name: str, **kaito: Any) -> dict[str, Any]:
+    found = cluster(name, providers=("Direct", "KAITO"))
+    if kaito:
+        found["spec"]["kaito"] = kaito
+    return found
+
+
+KAITO_MD: dict[str, Any] = {
+    "provider": {"name": "KAITO"},
+    "engine": {"type": "llamacpp"},
+    "resources": {},
+}
+
+
+def _workspaces(out: Outcome) -> list[dict[str, Any]]:
+    return list(remote(out, "Workspace").values())
+
+
+def test_kaito_is_not_placed_where_its_webhook_would_refuse_the_workspace() -> None:
+    # A default KAITO install provisions nodes and refuses a Workspace without
+    # resource.instanceType: nothing is composed there, and Scheduled says what to set.
+    out = step(deployment(replicas=1, **KAITO_MD), [kaito_cluster("eu-west")])
+    assert out.fatal == []
+    assert _workspaces(out) == []
+    status, reason, message = out.conditions["Scheduled"]
+    assert (status, reason) == ("False", "NoCandidateClusters")
+    assert "eu-west: KAITO provisions nodes there" in message
+    assert "spec.kaito.instanceType" in message
+    assert "spec.provider.overrides.resource.instanceType" in message
+
+
+@pytest.mark.parametrize(
+    ("case", "kaito", "overrides", "instance_type"),
+    [
+        ("cluster's instance type", {"instanceType": "Standard_D8s_v5"}, None, "Standard_D8s_v5"),
+        (
+            "override wins",
+            {"instanceType": "Standard_D8s_v5"},
+            {"resource": {"instanceType": "Standard_D16s_v5"}},
+            "Standard_D16s_v5",
+        ),
+        (
+            "override only",
+            {},
+            {"resource": {"instanceType": "Standard_D16s_v5"}},
+            "Standard_D16s_v5",
+        ),
+        ("own nodes: none", {"nodeAutoProvisioning": False}, None, None),
+    ],
+)
+def test_kaito_workspace_instance_type_follows_the_cluster(
+    case: str, kaito: dict[str, Any], overrides: dict[str, Any] | None, instance_type: str | None
+) -> None:
+    provider: dict[str, Any] = {"name": "KAITO"}
+    if overrides is not None:
+        provider["overrides"] = overrides
+    md = deployment(replicas=1, **{**KAITO_MD, "provider": provider})
+    out = step(md, [kaito_cluster("eu-west", **kaito)])
+    (workspace,) = _workspaces(out)
+    assert workspace["resource"].get("instanceType") == instance_type, case
+    assert out.conditions["Scheduled"][0] == "True"
+
+
+def test_kaito_on_own_nodes_refuses_an_instance_type_override() -> None:
+    provider = {"name": "KAITO", "overrides": {"resource": {"instanceType": "Standard_D16s_v5"}}}
+    md = deployment(replicas=1, **{**KAITO_MD, "provider": provider})
+    out = step(md, [kaito_cluster("eu-west", nodeAutoProvisioning=False)])
+    assert _workspaces(out) == []
+    message = out.conditions["Scheduled"][2]
+    assert "spec.kaito.nodeAutoProvisioning: false" in message
+    assert "remove spec.provider.overrides.resource.instanceType" in message
+
+
+def test_kaito_goes_to_the_cluster_that_accepts_it() -> None:
+    clusters = [kaito_cluster("a-default"), kaito_cluster("b-own", nodeAutoProvisioning=False)]
+    out = step(deployment(replicas=2, **KAITO_MD), clusters)
+    assert out.composite["status"]["placements"] == [{"cluster": "b-own", "replicas": 2}]
+
+
+def test_kaito_replicas_already_running_stay() -> None:
+    # Rule 1: what runs stays. Only new replicas are judged by the cluster's KAITO.
+    md = deployment(replicas=1, status=placements(("eu-west", 1)), **KAITO_MD)
+    out = step(md, [kaito_cluster("eu-west")])
+    assert out.composite["status"]["placements"] == [{"cluster": "eu-west", "replicas": 1}]

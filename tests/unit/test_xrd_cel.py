@@ -134,6 +134,7 @@ RESERVED = "must not use keys under fleetgate.dev/"
 LABEL_KEY = "keys must be label keys"
 WEIGHT = "weight must be from 1 to 1000000"
 PRIORITY = "priority must be from 0 to 63"
+KAITO_NODES = "spec.kaito.instanceType is only for a KAITO that provisions nodes"
 
 ORIGIN = "spec.origin"
 ENTRY = "spec.endpoints[]"
@@ -261,6 +262,17 @@ CASES = [
         CREDS,
     ),
     bad("credentials-neither", IC, "spec.credentials", {}, CREDS),
+    # --- InferenceCluster spec.kaito (KAITO v0.12.0 workspace_validation.go:172-184) ---
+    ok("kaito-default", IC, "spec.kaito", {}),
+    ok("kaito-provisions", IC, "spec.kaito", {"instanceType": "Standard_NC24ads_A100_v4"}),
+    ok("kaito-own-nodes", IC, "spec.kaito", {"nodeAutoProvisioning": False}),
+    bad(
+        "kaito-own-nodes-with-instance-type",
+        IC,
+        "spec.kaito",
+        {"nodeAutoProvisioning": False, "instanceType": "Standard_NC24ads_A100_v4"},
+        KAITO_NODES,
+    ),
     # --- label maps users fill ------------------------------------------------
     *(
         case

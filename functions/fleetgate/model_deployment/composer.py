@@ -109,8 +109,15 @@ def compose(rec: Reconcile) -> None:
         provider={"name": choice.provider, "selectedReason": choice.provider_reason},
     )
 
+    refused = {
+        c: why
+        for c, cluster in by_name.items()
+        if (why := provider.refuses_cluster(shape, cluster)) is not None
+    }
     plan = placement.place(
-        _request(md, choice), views, [(p.cluster, p.replicas) for p in previous.placements]
+        replace(_request(md, choice), refused=refused),
+        views,
+        [(p.cluster, p.replicas) for p in previous.placements],
     )
     placed = [
         _compose_cluster(rec, md=md, cluster=by_name[c], provider=provider, shape=shape, replicas=n)
@@ -213,7 +220,7 @@ def _compose_cluster(
     """The workload and route on ``cluster``; its ModelEndpoint once they serve."""
     namespace, name = _identity(md)
     cluster_name = cluster.metadata.name
-    workload = replace(shape, replicas=replicas)
+    workload = provider.for_cluster(replace(shape, replicas=replicas), cluster)
     rendered = provider.render(workload)
     route = routing.http_route(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref

@@ -13,7 +13,8 @@ Rules, in order:
 3. **Spread before packing.** Each new replica goes to the candidate holding
    the fewest of this deployment's replicas (ties: the earlier name) that has
    the GPUs free. Candidates are clusters that could keep a replica (rule 1)
-   and are also Schedulable with a published gateway hostname.
+   and are also Schedulable with a published gateway hostname, and whose
+   provider would accept the deployment there (``Request.refused``).
 
 GPU capacity is ``capacity.gpus`` minus what other deployments' published
 placements use there (their replicas times their GPUs per replica) minus what
@@ -23,7 +24,7 @@ models. CPU-only deployments (0 GPUs) take no capacity.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class Request:
     gpu_type: str | None
     provider: str
     selector: Mapping[str, str]
+    # Clusters whose provider would refuse new work of this deployment, and why
+    # (``Provider.refuses_cluster``). Replicas running there stay (rule 1).
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,9 @@ def place(
     scale_down(counts, req.replicas)
 
     open_ = sorted(
-        name for name, c in by_name.items() if unfit(c, req) is None and closed(c) is None
+        name
+        for name, c in by_name.items()
+        if unfit(c, req) is None and name not in req.refused and closed(c) is None
     )
     free = {
         name: by_name[name].gpus - by_name[name].gpus_used - counts.get(name, 0) * req.gpus
@@ -171,7 +177,7 @@ def place(
     why_not: list[tuple[str, str]] = []
     if unplaced > 0:
         for name, cluster in sorted(by_name.items()):
-            why = unfit(cluster, req) or closed(cluster)
+            why = unfit(cluster, req) or req.refused.get(name) or closed(cluster)
             if why is None:
                 left = max(free[name], 0)
                 why = f"{left} of {cluster.gpus} GPUs free, a replica needs {req.gpus}"

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from fleetgate.core import names
-from fleetgate.core.models import EngineType, ServingProvider
+from fleetgate.core.models import EngineType, InferenceCluster, ServingProvider
 
 Manifest = dict[str, Any]
 ServingMode = Literal["Aggregated", "Disaggregated"]
@@ -62,6 +62,7 @@ class Workload:
     served: str = ""  # the served model name, <namespace>/<name>
     mode: ServingMode = "Aggregated"
     overrides: BaseModel | None = None  # the provider's decoded spec.provider.overrides
+    instance_type: str | None = None  # KAITO: the node type it provisions (the cluster's)
 
     @property
     def selector(self) -> dict[str, str]:
@@ -158,6 +159,12 @@ class Renderer:
     def check(self, workload: Workload) -> str | None:
         return None
 
+    def refuses_cluster(self, workload: Workload, cluster: InferenceCluster) -> str | None:
+        return None
+
+    def for_cluster(self, workload: Workload, cluster: InferenceCluster) -> Workload:
+        return workload
+
 
 class Provider(Protocol):
     name: ServingProvider
@@ -179,6 +186,18 @@ class Provider(Protocol):
 
     def check(self, workload: Workload) -> str | None:
         """Why this provider cannot run ``workload`` as given; None when it can."""
+        ...
+
+    def refuses_cluster(self, workload: Workload, cluster: InferenceCluster) -> str | None:
+        """Why the provider on ``cluster`` would refuse ``workload``; None when it accepts it.
+
+        Checked before a new replica is placed there, so that nothing the
+        cluster's admission would refuse is composed.
+        """
+        ...
+
+    def for_cluster(self, workload: Workload, cluster: InferenceCluster) -> Workload:
+        """``workload`` with what ``cluster`` adds to how the provider runs it."""
         ...
 
     def render(self, workload: Workload) -> Rendered:

@@ -15,6 +15,15 @@ not under ``spec``. Two ways to run, by engine:
 KAITO serves on container port 5000 behind a Service named after the
 Workspace on port 80, whichever way it runs; the route targets that Service.
 Pinned to KAITO v0.12.0 (the CRD the clusters run).
+
+KAITO's admission webhook judges ``resource.instanceType`` by whether it
+provisions nodes itself (api/v1beta1/workspace_validation.go:172-184 on
+create, :791-809 on update, v0.12.0): with node auto-provisioning on, KAITO's
+default (charts/kaito/workspace/values.yaml:41, pkg/featuregates/
+featuregates.go:29), a Workspace without one is refused; with it off (bring
+your own nodes), one with it is. Which way a cluster runs is its
+InferenceCluster's ``spec.kaito``; a deployment the cluster's KAITO would
+refuse is not placed there, and ``Scheduled`` says which field to set.
 """
 
 import json
@@ -24,7 +33,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
-from fleetgate.core.models import ServingProvider
+from fleetgate.core.models import InferenceCluster, ServingProvider
 from fleetgate.core.readiness import condition_query
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
@@ -109,14 +118,25 @@ def workspace(workload: Workload) -> Manifest:
         }
     else:
         inference = {"preset": {"name": workload.model}, "config": config_name(workload)}
+    resource: Manifest = {"count": workload.replicas, "labelSelector": node_selector(workload)}
+    if workload.instance_type is not None:
+        resource["instanceType"] = workload.instance_type
     base: Manifest = {
         "apiVersion": API_VERSION,
         "kind": "Workspace",
         "metadata": pods.metadata(workload, workspace_name(workload)),
-        "resource": {"count": workload.replicas, "labelSelector": node_selector(workload)},
+        "resource": resource,
         "inference": inference,
     }
     return merge(base, upstream(workload.overrides))
+
+
+def instance_type_override(workload: Workload) -> str | None:
+    """``spec.provider.overrides.resource.instanceType``, if given."""
+    decoded = workload.overrides
+    if isinstance(decoded, KAITOOverrides) and decoded.resource is not None:
+        return decoded.resource.instance_type
+    return None
 
 
 # --- overrides: the Workspace's own roots ----------------------------------------
@@ -172,6 +192,31 @@ class KAITO(Renderer):
                 f"spec.engine.args[{found[0]}] or set it to {SERVER_PORT}"
             )
         return None
+
+    def refuses_cluster(self, workload: Workload, cluster: InferenceCluster) -> str | None:
+        kaito = cluster.spec.kaito
+        override = instance_type_override(workload)
+        if kaito.node_auto_provisioning and override is None and kaito.instance_type is None:
+            return (
+                "KAITO provisions nodes there (InferenceCluster spec.kaito.nodeAutoProvisioning, "
+                "KAITO's default) and its admission webhook refuses a Workspace without "
+                "resource.instanceType: set spec.kaito.instanceType on the InferenceCluster, "
+                "or spec.provider.overrides.resource.instanceType"
+            )
+        if not kaito.node_auto_provisioning and override is not None:
+            return (
+                "KAITO runs on existing nodes there (InferenceCluster "
+                "spec.kaito.nodeAutoProvisioning: false) and its admission webhook refuses "
+                "resource.instanceType: remove spec.provider.overrides.resource.instanceType"
+            )
+        return None
+
+    def for_cluster(self, workload: Workload, cluster: InferenceCluster) -> Workload:
+        kaito = cluster.spec.kaito
+        if kaito.node_auto_provisioning and kaito.instance_type is not None:
+            # An override still wins: it is merged over the Workspace.
+            return replace(workload, instance_type=kaito.instance_type)
+        return workload
 
     def render(self, workload: Workload) -> Rendered:
         parts = [RemotePart(WORKSPACE_PART, workspace(workload), condition_query(READY_CONDITION))]
