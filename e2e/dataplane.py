@@ -17,7 +17,7 @@ from e2e import translate
 from e2e.fleet import Fleet, Obj
 from e2e.translate import Translation
 from fleetgate.core import names
-from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
 TLS_CONTEXT = "envoy.transport_sockets.tls"
@@ -273,6 +273,42 @@ def listener_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
     return problems
 
 
+def _bytes(quantity: str) -> int:
+    return int(quantity.removesuffix("Mi")) * 1024 * 1024
+
+
+def listener_policy_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Every fleet gateway listener buffers what AI Gateway needs and drops a forged caller header.
+
+    The caller header must go in the HCM's early header mutation: it runs as
+    the request arrives, before any HTTP filter (the caller authentication
+    among them, which sets the header afterwards).
+    """
+    problems = []
+    for gw in fleet_gateways(fleet):
+        t = clusters[gw.provider_config].result
+        limit = _bytes((gw.spec.get("limits") or {}).get("bufferLimit", "50Mi"))
+        for section in ("http", "https") if gw.tls else ("http",):
+            item = listener(t, gw.gateway, section) or {}
+            where = f"{gw.name}: listener {section}"
+            if item.get("perConnectionBufferLimitBytes") != limit:
+                problems.append(f"{where} buffers {item.get('perConnectionBufferLimitBytes')}")
+            for chain in _chains(item):
+                removed = [
+                    m.get("remove")
+                    for ext in _hcm(chain).get("earlyHeaderMutationExtensions") or []
+                    for m in (ext.get("typedConfig") or {}).get("mutations") or []
+                ]
+                if CALLER_HEADER not in removed:
+                    problems.append(f"{where} keeps an incoming {CALLER_HEADER}")
+    for gw, _, route, xds in route_clusters(fleet, clusters):
+        limit = _bytes((gw.spec.get("limits") or {}).get("bufferLimit", "50Mi"))
+        if xds.get("perConnectionBufferLimitBytes") != limit:
+            buffered = xds.get("perConnectionBufferLimitBytes")
+            problems.append(f"{gw.name}: route {_name(route)} buffers {buffered}")
+    return problems
+
+
 # --- xDS: the model routes' clusters ----------------------------------------------------------
 
 
@@ -469,6 +505,9 @@ CHECKS = {
     "egctl: model routes on the listeners they belong to": attachment_problems,
     "egctl: listener TLS (client certificates required on cluster gateways)": listener_problems,
     "egctl: backend TLS (SNI, CA validation, client certificate to clusters)": backend_problems,
+    "egctl: listeners buffer long prompts and drop a forged caller header": (
+        listener_policy_problems
+    ),
     "egctl: one cluster per model route": cluster_problems,
     "egctl: each backend in its route's cluster with the priority planned": priority_problems,
     "egctl: retries across priorities, outlier detection, no panic mode": failover_problems,

@@ -41,6 +41,7 @@ FRONT_DOOR = {
     "envoy-proxy": "EnvoyProxy",
     "gateway": "Gateway",
     "failover-policy": "BackendTrafficPolicy",
+    "listener-policy": "ClientTrafficPolicy",
     "healthz-filter": "HTTPRouteFilter",
     "healthz-route": "HTTPRoute",
 }
@@ -127,7 +128,32 @@ def test_failover_policy_defaults() -> None:
             },
             "panicThreshold": 0,
         },
+        "connection": {"bufferLimit": "50Mi"},
     }
+
+
+@pytest.mark.parametrize(("limits", "buffer"), [({}, "50Mi"), ({"bufferLimit": "200Mi"}, "200Mi")])
+def test_every_listener_buffers_long_prompts_and_drops_a_forged_caller(
+    limits: Obj, buffer: str
+) -> None:
+    """Envoy Gateway's 32 KiB default answered bodies over 32 KiB with 413; nothing removed an
+    incoming x-fleetgate-caller, so a gateway without auth passed a forged identity on."""
+    out = fleet(limits=limits).run()
+    policy = manifest(out.desired["listener-policy"])
+    assert policy["kind"] == "ClientTrafficPolicy"
+    assert policy["spec"] == {
+        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GW}],
+        "connection": {"bufferLimit": buffer},
+        "headers": {"earlyRequestHeaders": {"remove": ["x-fleetgate-caller"]}},
+    }
+    failover = manifest(out.desired["failover-policy"])
+    assert failover["spec"]["connection"] == {"bufferLimit": buffer}
+
+
+@pytest.mark.parametrize("buffer", ["0Mi", "1025Mi", "32Ki", "1Gi", "50"])
+def test_a_buffer_limit_out_of_bounds_is_refused(buffer: str) -> None:
+    out = fleet(limits={"bufferLimit": buffer}).run()
+    assert any("limits.bufferLimit" in m for m in out.fatal), out.fatal
 
 
 FAILOVER_CASES: list[tuple[str, Obj, int, list[int] | None, Obj]] = [

@@ -276,7 +276,7 @@ def test_failover_timeouts_come_from_the_gateway() -> None:
 def test_with_tls_a_model_is_routed_on_the_https_listener_only(
     tls: bool, section: dict[str, str]
 ) -> None:
-    """Without a sectionName the route also attached to the plain-HTTP listener (egctl showed it)."""
+    """Without a sectionName the route attached to the plain-HTTP listener too (egctl showed it)."""
     required = canary_fleet()
     required["gateways"] = [gateway(tls=tls)]
     gw = model_routes(run(compose, request(CANARY, required=required)))["public"]["spec"]["gateway"]

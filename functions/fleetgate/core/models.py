@@ -238,6 +238,15 @@ class Failover(Model):
     outlier_detection: OutlierDetection = Field(default_factory=OutlierDetection)
 
 
+# Envoy Gateway's connection buffer (32 KiB by default) caps what AI Gateway,
+# which buffers whole bodies, can take or give: 1-1024 MiB, in Mi.
+BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]{0,2}|10[01][0-9]|102[0-4])Mi$")]
+
+
+class Limits(Model):
+    buffer_limit: BufferLimit = "50Mi"
+
+
 class InferenceGatewaySpec(Model):
     cluster_name: Name
     hostname: Annotated[str, Field(max_length=253)] | None = None
@@ -245,6 +254,7 @@ class InferenceGatewaySpec(Model):
     auth: GatewayAuth | None = None
     service_selector: LabelSelector | None = None
     failover: Failover = Field(default_factory=Failover)
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="after")
     def _hostname_with_tls(self) -> Self:

@@ -15,7 +15,7 @@ from fleetgate.core.constants import (
     OUTPUT_TOKENS_KEY,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.models import Failover
+from fleetgate.core.models import Failover, Limits
 from fleetgate.core.objects import Manifest
 from fleetgate.inference_gateway.naming import GatewayNames
 
@@ -186,7 +186,30 @@ def caller_auth(names: GatewayNames, caller_secrets: list[str]) -> Manifest:
     )
 
 
-def failover_policy(names: GatewayNames, failover: Failover) -> Manifest:
+def listener_policy(names: GatewayNames, limits: Limits) -> Manifest:
+    """What every listener does before anything else: the buffer and the caller header.
+
+    Envoy AI Gateway buffers whole request bodies (and non-streamed responses)
+    in Envoy; Envoy Gateway's default connection buffer of 32 KiB answers a
+    longer prompt with 413. ``x-fleetgate-caller`` is removed as the request
+    arrives (early request headers run before any HTTP filter), so only the
+    caller authentication, which runs later, ever sets it: without it a
+    gateway without auth passes a forged identity to the usage record and the
+    clusters.
+    """
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "ClientTrafficPolicy",
+        names.listener_policy,
+        spec={
+            "targetRefs": [_gateway_ref(names)],
+            "connection": {"bufferLimit": limits.buffer_limit},
+            "headers": {"earlyRequestHeaders": {"remove": [CALLER_HEADER]}},
+        },
+    )
+
+
+def failover_policy(names: GatewayNames, failover: Failover, limits: Limits) -> Manifest:
     """Retries across priorities and passive outlier detection for every route."""
     codes = sorted(set(failover.retry_on.http_status_codes))
     retry_on: dict[str, Any] = {
@@ -219,6 +242,9 @@ def failover_policy(names: GatewayNames, failover: Failover) -> Manifest:
                 # prunes it and panic mode keeps sending to ejected hosts.
                 "panicThreshold": 0,
             },
+            # The backend side of the buffer: a large non-streamed response is
+            # buffered whole too.
+            "connection": {"bufferLimit": limits.buffer_limit},
         },
     )
 

@@ -121,7 +121,9 @@ class OnCluster:
             tls_secrets=tls_copies,
         )
         self.put(naming.GATEWAY, listeners)
-        self.put(naming.FAILOVER, builders.failover_policy(names, gateway.spec.failover))
+        self.put(naming.LISTENER_POLICY, builders.listener_policy(names, gateway.spec.limits))
+        failover = builders.failover_policy(names, gateway.spec.failover, gateway.spec.limits)
+        self.put(naming.FAILOVER, failover)
         self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
         self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))
         callers = inputs.callers

@@ -25,10 +25,20 @@ CALLER_AUTH = "caller-auth"
 CALLER_KEYS = "caller-keys-"
 TLS = "tls-"
 FAILOVER = "failover-policy"
+LISTENER_POLICY = "listener-policy"
 HEALTHZ_FILTER = "healthz-filter"
 HEALTHZ_ROUTE = "healthz-route"
 HEALTHZ_AUTH = "healthz-auth"
-FRONT_DOOR = (GATEWAY, ENVOY_PROXY, CALLER_AUTH, CALLER_KEYS, TLS, FAILOVER, "healthz-")
+FRONT_DOOR = (
+    GATEWAY,
+    ENVOY_PROXY,
+    CALLER_AUTH,
+    CALLER_KEYS,
+    TLS,
+    FAILOVER,
+    LISTENER_POLICY,
+    "healthz-",
+)
 
 CLIENT_PKI = "client-"
 CLIENT_CA_CONFIGMAP = "client-ca-configmap"
@@ -110,6 +120,10 @@ class GatewayNames:
     @property
     def failover_policy(self) -> str:
         return names.object_name(self.prefix, "failover")
+
+    @property
+    def listener_policy(self) -> str:
+        return names.object_name(self.prefix, "listener")
 
     @property
     def healthz(self) -> str:
