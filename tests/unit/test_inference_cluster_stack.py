@@ -281,3 +281,31 @@ def test_nothing_of_the_stack_is_deleted_with_it(installed: list[Any]) -> None:
             "LateInitialize",
         ], key
     assert "Delete" not in final["gateway-class"]["spec"]["managementPolicies"]
+
+
+# --- propagation: watched Objects, and a deliberate TTL --------------------------
+
+
+def _reads_remote(obj: dict[str, Any]) -> bool:
+    spec = obj["spec"]
+    return bool(
+        spec.get("managementPolicies") == ["Observe"]
+        or spec["readiness"] != {"policy": "SuccessfulCreate"}
+    )
+
+
+def test_every_object_read_back_is_watched(installed: list[Any]) -> None:
+    objects = {k: o for k, o in installed[-1].desired.items() if o["kind"] == "Object"}
+    watched = {k for k, o in objects.items() if o["spec"].get("watch") is True}
+    assert watched == {k for k, o in objects.items() if _reads_remote(o)}
+    # The gateway's address and the published cluster CA are read from the remote objects.
+    assert {"gateway", "ca-published", "namespace", "ca-bundle"} <= watched
+    assert "client-cas" not in watched, "a ConfigMap ready once created: nothing to watch"
+
+
+def test_ttl_is_short_while_waiting_and_longer_once_settled(installed: list[Any]) -> None:
+    # Crossplane v2.2 requeues a realtime XR only after its TTL; the gateways'
+    # client CAs are required resources, seen only then.
+    assert installed[0].rsp.meta.ttl.ToSeconds() == 10
+    assert installed[-1].composite_ready == "READY_TRUE"
+    assert installed[-1].rsp.meta.ttl.ToSeconds() == 30

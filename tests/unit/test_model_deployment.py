@@ -728,3 +728,35 @@ def test_kaito_replicas_already_running_stay() -> None:
     md = deployment(replicas=1, status=placements(("eu-west", 1)), **KAITO_MD)
     out = step(md, [kaito_cluster("eu-west")])
     assert out.composite["status"]["placements"] == [{"cluster": "eu-west", "replicas": 1}]
+
+
+# --- propagation: watched Objects, and a deliberate TTL --------------------------
+
+
+def test_objects_whose_readiness_is_read_back_are_watched() -> None:
+    out = step(deployment(provider={"name": "LLMD"}), [EU])
+    objects = {k: o for k, o in out.desired.items() if o["kind"] == "Object"}
+    for key, obj in objects.items():
+        reads = obj["spec"]["readiness"] != {"policy": "SuccessfulCreate"}
+        assert obj["spec"].get("watch", False) is reads, key
+    kinds = {o["spec"]["forProvider"]["manifest"]["kind"] for o in objects.values()}
+    watched = {
+        o["spec"]["forProvider"]["manifest"]["kind"]
+        for o in objects.values()
+        if o["spec"].get("watch")
+    }
+    assert {"Deployment", "InferencePool", "HTTPRoute"} <= watched < kinds
+
+
+def test_ttl_is_short_while_waiting_and_longer_once_serving() -> None:
+    xr = deployment()
+    first = step(xr, [EU])
+    assert first.rsp.meta.ttl.ToSeconds() == 10
+    nxt, second = serving(xr, [EU])
+    assert second.composite_ready == "READY_FALSE", "the endpoints are not ready yet"
+    assert second.rsp.meta.ttl.ToSeconds() == 10
+    third = step(nxt, [EU], observe(second.desired))
+    assert third.composite_ready == "READY_TRUE"
+    assert third.rsp.meta.ttl.ToSeconds() == 30
+    waiting = run(compose, request(xr))  # clusters not looked up yet
+    assert waiting.rsp.meta.ttl.ToSeconds() == 10

@@ -13,6 +13,7 @@ plumbing, and so that the rules every function must follow live in one place:
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
@@ -24,6 +25,20 @@ from fleetgate.core.secrets import SecretKeys, scrub_secret
 
 Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
+
+# How soon Crossplane calls the function again by itself (the response TTL).
+# With realtime compositions, Crossplane v2.2's default, an XR is requeued
+# after the TTL of its pipeline's answer and not otherwise
+# (internal/controller/apiextensions/composite/reconciler.go:855-870,
+# composition_functions.go:389-394, v2.2.0): a change to a composed resource
+# triggers a reconcile at once, but a change to a *required* resource (another
+# XR's published status, a Secret) is seen only when the TTL runs out. Each hop
+# of the fleet's readiness chain that crosses XRs waits up to one TTL, so an XR
+# still waiting for another asks again soon; a settled one less often (a drain,
+# a rotated CA or a deleted credential still reaches it within 30 s). A call
+# costs milliseconds (bench/results/results.md); the SDK's default is 60 s.
+TTL_WAITING = timedelta(seconds=10)
+TTL_SETTLED = timedelta(seconds=30)
 
 _STATUS = {
     "True": fnv1.STATUS_CONDITION_TRUE,
@@ -287,6 +302,10 @@ class Reconcile:
     def set_status(self, **fields: Any) -> None:
         """Set top-level status fields of the XR (merged into desired state at the end)."""
         self._status.update(fields)
+
+    def set_ttl(self, ttl: timedelta) -> None:
+        """How long Crossplane may wait before calling the function again for this XR."""
+        self.rsp.meta.ttl.FromTimedelta(ttl)
 
     def set_ready(self, ready: bool) -> None:
         """Say whether the XR itself is ready (for XRs whose readiness is ours to judge)."""

@@ -17,6 +17,7 @@ def remote_object(
     readiness_query: str | None = None,
     observe_only: bool = False,
     references: list[dict[str, Any]] | None = None,
+    watch: bool | None = False,
 ) -> Manifest:
     """Wrap ``manifest`` in a namespaced provider-kubernetes Object.
 
@@ -27,6 +28,16 @@ def remote_object(
     Readiness follows the remote kind (``readiness.for_manifest``: e.g. a
     Gateway is ready once Programmed); ``readiness_query`` overrides it with a
     CEL query over ``object``. Observed-only objects are ready once they exist.
+
+    ``watch`` asks provider-kubernetes to watch the remote object instead of
+    polling it (``spec.watch``, honoured only with the provider's
+    ``--enable-watches``: provider-kubernetes v1.2.1
+    apis/namespaced/object/v1alpha1/types.go:101-108, cmd/provider/main.go:95,
+    198-200). Without it a Ready Object is re-read every poll interval (10
+    minutes by default, main.go:85), so a gateway's address, a rotated CA or a
+    status a function waits for can take that long to reach the control plane.
+    ``None`` watches exactly the objects a function reads back: whose readiness
+    is derived from the remote object, or which are only observed.
     """
     spec: dict[str, Any] = {
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
@@ -41,6 +52,10 @@ def remote_object(
         spec["readiness"] = readiness.for_manifest(manifest)
     if references:
         spec["references"] = references
+    if watch is None:
+        watch = observe_only or spec["readiness"] != readiness.SUCCESSFUL_CREATE
+    if watch:
+        spec["watch"] = True
     # The Object's own name is left to Crossplane (generated from the XR's):
     # what must be stable and collision-free is the remote object's name.
     metadata: dict[str, Any] = {}

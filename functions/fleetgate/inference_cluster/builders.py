@@ -104,6 +104,9 @@ class Site:
             namespace=SYSTEM_NAMESPACE,
             readiness_query=readiness_query,
             observe_only=observe_only,
+            # Everything this function waits for or reads back is the remote
+            # object's: watched, a change reaches the XR without a poll.
+            watch=None,
         )
         if keep_on_delete:
             obj["spec"]["managementPolicies"] = list(KEEP_ON_DELETE)

@@ -33,7 +33,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile, Selector, dump
+from fleetgate.core.function import TTL_SETTLED, TTL_WAITING, Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import has_condition, is_ready, remote_manifest
@@ -250,6 +250,9 @@ def _compose_cluster(
             manifest=part.manifest,
             provider_config=provider_config,
             readiness_query=part.readiness_query,
+            # Watched where readiness is read from the remote object: an engine
+            # turning ready publishes its endpoint without waiting for a poll.
+            watch=None,
         )
         rec.compose(
             naming.resource(cluster_name, part.part), obj, ready=is_ready(observed[part.part])
@@ -333,6 +336,7 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
     rec.condition(SCHEDULED, "False", why.reason, why.message)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
     rec.set_ready(False)
+    rec.set_ttl(TTL_WAITING)
 
 
 def _report(
@@ -392,9 +396,13 @@ def _report(
             "ReplicasNotReady" if placed else "NoReplicasPlaced",
             f"{ready} of {desired} replicas ready" + (f"; waiting on {waits}" if waits else ""),
         )
-    rec.set_ready(
+    ready_now = (
         not refused
         and plan.unplaced == 0
         and ready == desired
         and all(not p.waiting and p.endpoint_ready for p in placed)
     )
+    rec.set_ready(ready_now)
+    # Clusters (Schedulable, hostname, drains) and the peers' GPU use are
+    # required resources: seen only when the TTL runs out (see core.function).
+    rec.set_ttl(TTL_SETTLED if ready_now else TTL_WAITING)
