@@ -406,6 +406,9 @@ def cluster_input(fleet: Fleet, provider_config: str, objects: list[Obj]) -> lis
     issuance.user_tls(held)
     allocate_cluster_ips(held)
     generated = [o for r in _of(held, "AIGatewayRoute") for o in ai_gateway_route(r, held)]
+    # What the ModelRoute observes of AI Gateway's HTTPRoute is replaced by the route itself.
+    made = {(o["kind"], _name(o), _namespace(o)) for o in generated}
+    held = [o for o in held if (o.get("kind"), _name(o), _namespace(o)) not in made]
     issued = issuance.cert_manager(held)
     return [
         *gateway_classes(held),

@@ -8,6 +8,7 @@ check that the translator says so.
 """
 
 import base64
+import copy
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ from e2e import dataplane, functions, render, translate
 from e2e.dataplane import Cluster
 from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
+from fleetgate.model_service.composer import compose
+from tests.support import request, run
 
 Check = Callable[[Fleet, dict[str, Cluster]], list[str]]
 PUBLIC = "eu-west-1"  # the public gateway's cluster
@@ -158,6 +161,31 @@ def test_drill_a_cluster_ca_copy_missing_breaks_the_route_visibly(
     assert problems
     assert all("ResolvedRefs" in p for p in problems), problems
     assert any(ca_copy in p for p in problems), problems
+    # What Envoy Gateway wrote, observed by the ModelRoute: RouteAccepted turns False, naming it.
+    accepted = _route_accepted(fleet, drilled[PUBLIC], _public_route(clusters))
+    assert accepted[:2] == ("False", "Unresolved"), accepted
+    assert ca_copy in accepted[2]
+
+
+def _route_accepted(fleet: Fleet, cluster: Cluster, route: str) -> tuple[str, str, str]:
+    """The public ModelRoute reconciled with egctl's status of the HTTPRoute it observes."""
+    (key,) = [
+        k
+        for k, xr in fleet.xrs.items()
+        if k[0] == "ModelRoute" and xr["spec"]["gateway"]["name"] == "public"
+    ]
+    observed = copy.deepcopy(fleet.composed[key])
+    generated = cluster.result.named("httpRoutes", route)
+    observed["generated-route"]["status"]["atProvider"]["manifest"] = generated
+    out = run(compose, request(fleet.xrs[key], observed=observed))
+    return out.conditions["RouteAccepted"]
+
+
+def test_the_settled_routes_read_accepted_through_egctls_statuses(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    accepted = _route_accepted(fleet, clusters[PUBLIC], _public_route(clusters))
+    assert accepted[:2] == ("True", "Accepted"), accepted
 
 
 def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
@@ -169,6 +197,8 @@ def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
     assert problems
     assert all("ResolvedRefs" in p for p in problems), problems
     assert any(client in p for p in problems), problems
+    accepted = _route_accepted(fleet, drilled[PUBLIC], _public_route(clusters))
+    assert accepted[:2] == ("False", "Unresolved"), accepted
 
 
 def test_drill_a_duplicate_caller_key_is_refused(fleet: Fleet) -> None:

@@ -296,6 +296,7 @@ def test_each_kind_of_backend(
     name = planned["endpoint"]
     assert set(out.desired) == {
         "route",
+        "generated-route",
         endpoint_key(name, "backend"),
         endpoint_key(name, "ai-service-backend"),
         *extra,
@@ -346,21 +347,21 @@ ACCEPTANCE: list[tuple[str, bool | None, str, tuple[str, str, str], str]] = [
         "accepted",
         True,
         "",
-        ("True", "Accepted", "Envoy AI Gateway accepted the route"),
+        ("True", "Accepted", "Envoy AI Gateway accepted the route, Envoy Gateway resolved it"),
         "READY_TRUE",
     ),
     (
         "refused with a message",
         False,
         "backend not found",
-        ("False", "Refused", "route not accepted: backend not found"),
+        ("False", "Refused", "Envoy AI Gateway refused the route: backend not found"),
         "READY_FALSE",
     ),
     (
         "refused without a message",
         False,
         "",
-        ("False", "Refused", "route not accepted: Accepted"),
+        ("False", "Refused", "Envoy AI Gateway refused the route: ReconciliationFailed"),
         "READY_FALSE",
     ),
 ]
@@ -386,6 +387,37 @@ def test_route_accepted_is_reported(
         conditions = (observed or {}).get(key, {}).get("status", {}).get("conditions", [])
         was_ready = {"type": "Ready", "status": "True", "reason": "Available"} in conditions
         assert desired.ready == (fnv1.READY_TRUE if was_ready else fnv1.READY_FALSE), key
+
+
+def test_a_backend_envoy_gateway_cannot_resolve_keeps_the_route_unaccepted() -> None:
+    """AI Gateway accepts the route and every Backend reads Accepted, but the HTTPRoute it
+    generates has a backend Envoy Gateway cannot resolve (its rule turns into weighted
+    clusters with a share answering 500): RouteAccepted says so, with Envoy Gateway's words."""
+    why = "Failed to process route rule 0 backendRef 0: ConfigMap fleetgate-system/ca not found."
+    out = canary(as_observed(canary(), unresolved=why))
+    assert out.conditions["RouteAccepted"] == (
+        "False",
+        "Unresolved",
+        f"Envoy Gateway on HTTPRoute {route_name(SVC, 'public')}: {why}",
+    )
+    assert out.composite_ready == "READY_FALSE"
+
+
+def test_the_generated_httproute_is_observed_never_written() -> None:
+    obj = canary().desired["generated-route"]
+    assert obj["spec"]["managementPolicies"] == ["Observe"]
+    assert obj["spec"]["forProvider"]["manifest"]["metadata"] == {
+        "name": route_name(SVC, "public"),
+        "namespace": "fleetgate-system",
+    }
+
+
+def test_until_envoy_gateway_reports_on_the_generated_httproute_the_route_is_pending() -> None:
+    observed = as_observed(canary())
+    del observed["generated-route"]["status"]["atProvider"]
+    out = canary(observed)
+    assert out.conditions["RouteAccepted"][:2] == ("False", "Pending")
+    assert "has not reported Accepted" in out.conditions["RouteAccepted"][2]
 
 
 # --- invariants ---------------------------------------------------------------------------

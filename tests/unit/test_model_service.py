@@ -528,7 +528,7 @@ def test_gateways_on_one_cluster_never_share_a_remote_object() -> None:
         for gw in ("public", "internal")
         for m in (o["spec"]["forProvider"]["manifest"] for o in route_of(out, gw).desired.values())
     ]
-    assert len(names) == len(set(names)) == 2 * 9
+    assert len(names) == len(set(names)) == 2 * 10
 
 
 def test_two_services_never_share_a_remote_object_or_a_model_route() -> None:
@@ -627,7 +627,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     refused = routes_observed(composed, accepted=False, refusal="backend not found")
     out = run(compose, request(CANARY, required=canary_fleet(), observed=refused))
     assert condition(out)[:2] == ("False", "WaitingForRoutes")
-    assert "public (route not accepted: backend not found)" in condition(out)[2]
+    assert "public (Envoy AI Gateway refused the route: backend not found)" in condition(out)[2]
     assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
 
     # Pass 3: everything accepted.

@@ -223,7 +223,7 @@ def manifest(out: Outcome, key: str) -> Obj:
 
 def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
     """The composition resource names of a ModelRoute routing ``endpoints``."""
-    keys = {"route"}
+    keys = {"route", "generated-route"}
     for ep in endpoints:
         keys |= {endpoint_key(ep, "backend"), endpoint_key(ep, "ai-service-backend")}
     for ep in credentials:
@@ -234,13 +234,18 @@ def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
 # --- Crossplane's echo ---------------------------------------------------------------
 
 
-def as_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -> dict[str, Obj]:
+def as_observed(
+    out: Outcome, *, accepted: bool = True, refusal: str = "", unresolved: str = ""
+) -> dict[str, Obj]:
     """A ModelRoute's Objects as Crossplane observes them after provider-kubernetes applied them.
 
     Every Object reports the remote object in ``status.atProvider.manifest``;
     with ``accepted`` the remote controllers have accepted everything and the
     Objects are Ready, otherwise they refused it (``refusal`` is the route's
-    message). A Secret comes back carrying its value the way provider-kubernetes
+    message, in the ``NotAccepted`` condition Envoy AI Gateway v1.1.0 writes).
+    The observed HTTPRoute AI Gateway generates carries Envoy Gateway's
+    per-parent Accepted and ResolvedRefs; ``unresolved`` is the message of a
+    ResolvedRefs False. A Secret comes back carrying its value the way provider-kubernetes
     leaves it: patched into the Object's own ``spec.forProvider.manifest`` and
     last-applied annotation (crossplane-contrib/provider-kubernetes#223) and,
     without --sanitize-secrets, its status. The function must never echo it.
@@ -254,13 +259,38 @@ def as_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -> di
             remote["data"] = data
             obj["spec"]["forProvider"]["manifest"]["data"] = dict(data)
             obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(remote)}
+        elif remote["kind"] == "HTTPRoute":
+            remote["spec"] = {"parentRefs": [{"name": "gw"}]}
+            resolved = {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs"}
+            if unresolved:
+                resolved = {
+                    "type": "ResolvedRefs",
+                    "status": "False",
+                    "reason": "InvalidKind",
+                    "message": unresolved,
+                }
+            parent_conditions = [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
+            remote["status"] = {
+                "parents": [
+                    {"parentRef": {"name": "gw"}, "conditions": [*parent_conditions, resolved]}
+                ]
+            }
+        elif remote["kind"] == "AIGatewayRoute" and not accepted:
+            remote["status"] = {
+                "conditions": [
+                    {
+                        "type": "NotAccepted",
+                        "status": "False",
+                        "reason": "ReconciliationFailed",
+                        **({"message": refusal} if refusal else {}),
+                    }
+                ]
+            }
         else:
             status = "True" if accepted else "False"
             remote["status"] = {
                 "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
             }
-            if refusal and remote["kind"] == "AIGatewayRoute":
-                remote["status"]["conditions"][0]["message"] = refusal
         ready = "True" if accepted or remote["kind"] == "Secret" else "False"
         obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
         obj["status"] = {

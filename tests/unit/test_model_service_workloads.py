@@ -309,7 +309,17 @@ def observe(owner: Obj, key: str, desired: Obj, status: Obj | None = None) -> Ob
         remote_meta = _server_metadata(manifest["metadata"], f"remote/{owner_meta['name']}/{key}")
         remote_meta["annotations"] = {LAST_APPLIED: json.dumps(manifest, sort_keys=True)}
         remote = {**manifest, "metadata": remote_meta}
-        if manifest["kind"] != "Secret":
+        if manifest["kind"] == "HTTPRoute":
+            # Envoy Gateway reports per parent on the route AI Gateway generated.
+            parent = {
+                "parentRef": {"name": "gateway"},
+                "conditions": [
+                    _condition("Accepted", "Accepted"),
+                    _condition("ResolvedRefs", "ResolvedRefs"),
+                ],
+            }
+            remote["status"] = {"parents": [parent]}
+        elif manifest["kind"] != "Secret":
             remote["status"] = {"conditions": [_condition("Accepted", "Accepted")]}
         observed["metadata"]["finalizers"] = ["finalizer.managedresource.crossplane.io"]
         observed["spec"] = {

@@ -75,6 +75,7 @@ def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
 # Composition resource names within a ModelRoute: endpoint names cannot hold
 # "/", so these never collide with each other or with the route's.
 ROUTE_KEY: Final = "route"
+GENERATED_ROUTE_KEY: Final = "generated-route"
 
 
 def endpoint_key(endpoint: str, role: str) -> str:
@@ -139,6 +140,19 @@ def route(service: Service, gateway: RouteGateway, backends: Sequence[RouteBacke
             ],
         },
     )
+
+
+def generated_route(service: Service, gateway: RouteGateway) -> Manifest:
+    """The HTTPRoute Envoy AI Gateway writes for the AIGatewayRoute (same name), to observe.
+
+    Envoy Gateway reports on that HTTPRoute, not on the AIGatewayRoute: a
+    Backend it cannot resolve (a CA ConfigMap or client certificate not on the
+    cluster yet) shows only there, as ResolvedRefs False, while the
+    AIGatewayRoute and its Backends still read Accepted. Observed only: AI
+    Gateway owns it (``spec`` is empty because the schema requires one; an
+    Observe Object never applies it).
+    """
+    return _manifest(f"{GATEWAY_API}/v1", "HTTPRoute", route_name(service, gateway.name), spec={})
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -216,7 +230,14 @@ def route_objects(
         # Readiness follows the kind: each of these reports an Accepted condition.
         return remote_object(manifest=manifest, provider_config=gateway.provider_config_name)
 
-    objects = {ROUTE_KEY: remote(route(service, gateway, backends))}
+    objects = {
+        ROUTE_KEY: remote(route(service, gateway, backends)),
+        GENERATED_ROUTE_KEY: remote_object(
+            manifest=generated_route(service, gateway),
+            provider_config=gateway.provider_config_name,
+            observe_only=True,
+        ),
+    }
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(
