@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _DAY = datetime.timedelta(days=1)
@@ -21,10 +22,17 @@ class KeyPair:
     cert_pem: bytes
     key_pem: bytes
     cert: x509.Certificate
-    key: ec.EllipticCurvePrivateKey
+    key: CertificateIssuerPrivateKeyTypes
 
 
-def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def load(cert_pem: bytes, key_pem: bytes) -> KeyPair:
+    """A key pair someone else issued (e.g. Crossplane's root CA), to sign with."""
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey), type(key)
+    return KeyPair(cert_pem, key_pem, x509.load_pem_x509_certificate(cert_pem), key)
+
+
+def _pem(key: CertificateIssuerPrivateKeyTypes) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -32,8 +40,11 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+def _name(cn: str, organization: str = "") -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if organization:  # Kubernetes reads a client certificate's O as its groups
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
 
 
 def ca(common_name: str) -> KeyPair:
@@ -74,6 +85,7 @@ def leaf(
     server: bool,
     dns: tuple[str, ...] = (),
     ips: tuple[str, ...] = (),
+    organization: str = "",
 ) -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
@@ -82,7 +94,7 @@ def leaf(
     usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
     builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(common_name))
+        .subject_name(_name(common_name, organization))
         .issuer_name(issuer.cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -1,0 +1,197 @@
+"""Crossplane core and its RBAC manager out of cluster, each as its own ServiceAccount.
+
+What the Helm chart at the pinned tag would install is rendered by Helm from
+that chart (in the Go module cache, checksummed by tools/go.sum): the
+ServiceAccounts, ClusterRoles, ClusterRoleBindings and the TLS Secrets that
+``crossplane core init`` fills. Everything but the Deployments is applied;
+the Deployments' two containers run here as processes with the environment
+the chart gives them, authenticated by a token of the chart's ServiceAccount,
+never as an administrator. Fleetgate's own package/install/rbac.yaml is
+applied as a platform team would, so a permission missing there fails here.
+"""
+
+import base64
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.kube import ApiError, Obj, wait_for
+from e2e.controlplane.processes import Namespace, Supervisor
+from e2e.functions import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+NAMESPACE = "crossplane-system"
+MODULE = "github.com/crossplane/crossplane/v2"
+INIT_ATTEMPTS = 5
+
+
+def module_dir() -> Path:
+    """Crossplane's module at the version tools/go.mod pins (the CLI's and core's)."""
+    out = subprocess.run(
+        ["go", "list", "-m", "-json", MODULE],
+        cwd=REPO / "tools",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def chart_objects() -> list[Obj]:
+    rendered = subprocess.run(
+        [
+            binary("helm"),
+            "template",
+            "crossplane",
+            str(module_dir() / "cluster" / "charts" / "crossplane"),
+            f"--namespace={NAMESPACE}",
+            # No webhook can reach a process outside the cluster network; the
+            # chart's own switch turns them off in every container it renders.
+            "--set=webhooks.enabled=false",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [d for d in yaml.safe_load_all(rendered) if d]
+
+
+@dataclass
+class Crossplane:
+    client_certs: Path
+    root_ca_secret: str = "crossplane-root-ca"
+
+
+def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Crossplane:
+    admin = cp.admin
+    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    objects = chart_objects()
+    for obj in objects:
+        if obj["kind"] != "Deployment":  # their containers run here as processes
+            admin.apply(obj)
+    for doc in yaml.safe_load_all((REPO / "package" / "install" / "rbac.yaml").read_text()):
+        if doc:
+            admin.apply(doc)
+
+    core_sa = _deployment_sa(objects, "crossplane")
+    rbac_sa = _deployment_sa(objects, "crossplane-rbac-manager")
+    core_kubeconfig = cp.kubeconfig_for_token("crossplane", admin.token_for(NAMESPACE, core_sa))
+    rbac_kubeconfig = cp.kubeconfig_for_token("rbac-manager", admin.token_for(NAMESPACE, rbac_sa))
+    xp = binary("crossplane-core")
+    # What the chart's containers get from the downward API.
+    downward = {"POD_NAMESPACE": NAMESPACE, "POD_SERVICE_ACCOUNT": core_sa}
+    init_args, init_env = _container(objects, "crossplane", "crossplane-init", init=True)
+    # `core init` races the CRDs it has just created on a first run; in a
+    # cluster the init container is restarted, here it is run again.
+    for attempt in range(1, INIT_ATTEMPTS + 1):
+        done = subprocess.run(
+            [xp, *init_args],
+            env={
+                **os.environ,
+                **init_env,
+                **downward,
+                "KUBECONFIG": str(core_kubeconfig),
+                "CRDS_PATH": str(module_dir() / "cluster" / "crds"),
+            },
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode == 0:
+            break
+        if attempt == INIT_ATTEMPTS:
+            raise RuntimeError(
+                f"crossplane core init failed {attempt} times:\n{done.stderr[-3000:]}"
+            )
+
+    client_certs = _secret_to_dir(cp, "crossplane-tls-client", state / "crossplane" / "tls-client")
+    server_certs = state / "crossplane" / "tls-server"
+    # The chart mounts volumes at these paths; Crossplane writes into them and
+    # fails unpacking ("read/write on closed pipe") when its cache is missing.
+    for folder in (
+        server_certs,
+        state / "crossplane" / "xpkg-cache",
+        state / "crossplane" / "xfn-cache",
+    ):
+        folder.mkdir(parents=True, exist_ok=True)
+    start_args, start_env = _container(objects, "crossplane", "crossplane")
+    sup.start(
+        "crossplane",
+        [xp, *start_args],
+        env={
+            **start_env,
+            **downward,
+            "KUBECONFIG": str(core_kubeconfig),
+            "LEADER_ELECTION": "false",  # one replica
+            "PACKAGE_RUNTIME": "External",
+            "CA_BUNDLE_PATH": str(registry_ca),
+            "XPKG_CACHE_DIR": str(state / "crossplane" / "xpkg-cache"),
+            "XFN_CACHE_DIR": str(state / "crossplane" / "xfn-cache"),
+            "METRICS_PORT": str(free_port()),
+            "HEALTH_PROBE_PORT": str(free_port()),
+            "WEBHOOK_PORT": str(free_port()),
+            "TLS_SERVER_CERTS_DIR": str(server_certs),
+            "TLS_CLIENT_CERTS_DIR": str(client_certs),
+        },
+    )
+    rbac_args, rbac_env = _container(objects, "crossplane-rbac-manager", "crossplane")
+    netns = Namespace(sup, "rbac-manager")
+    netns.forward(int(cp.server.rsplit(":", 1)[1]))
+    sup.start(
+        "crossplane-rbac-manager",
+        netns.argv([xp, *rbac_args]),
+        env={**rbac_env, "KUBECONFIG": str(rbac_kubeconfig), "LEADER_ELECTION": "false"},
+    )
+    wait_for(
+        "Crossplane to serve its package API",
+        lambda: admin.list("pkg.crossplane.io/v1", "Configuration") is not None,
+        120,
+    )
+    return Crossplane(client_certs)
+
+
+def _deployment(objects: list[Obj], name: str) -> Obj:
+    for obj in objects:
+        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == name:
+            return obj
+    raise LookupError(f"the Crossplane chart renders no Deployment {name}")
+
+
+def _deployment_sa(objects: list[Obj], name: str) -> str:
+    return str(_deployment(objects, name)["spec"]["template"]["spec"]["serviceAccountName"])
+
+
+def _container(
+    objects: list[Obj], deployment: str, container: str, init: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """A chart container's arguments and its literal environment (downward-API values aside)."""
+    pod = _deployment(objects, deployment)["spec"]["template"]["spec"]
+    for c in pod["initContainers" if init else "containers"]:
+        if c["name"] == container:
+            env = {e["name"]: str(e["value"]) for e in c.get("env") or [] if "value" in e}
+            return [str(a) for a in c["args"]], env
+    raise LookupError(f"the Crossplane chart's {deployment} has no container {container}")
+
+
+def _secret_to_dir(cp: Cluster, name: str, into: Path) -> Path:
+    """A Secret's keys as files, as a Secret volume mounts them."""
+
+    def filled() -> Obj | None:
+        secret = cp.admin.get("v1", "Secret", name, NAMESPACE)
+        return secret if secret and secret.get("data") else None
+
+    secret = wait_for(f"Secret {NAMESPACE}/{name} to be filled by core init", filled, 60)
+    into.mkdir(parents=True, exist_ok=True)
+    for key, value in secret["data"].items():
+        path = into / key
+        path.write_bytes(base64.b64decode(value))
+        path.chmod(0o600)
+    return into
+
+
+__all__ = ["ApiError", "Crossplane", "install"]

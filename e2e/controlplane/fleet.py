@@ -1,0 +1,175 @@
+"""The example fleet on the real control plane: register clusters, apply, wait, print.
+
+Applying is what ``kubectl apply --server-side`` does with examples/fleet,
+Secrets first, after creating the namespaces the files name (as a user
+would). Nothing here writes an XR's status or a composed object: Crossplane,
+the functions and provider-kubernetes do, and this module only reads.
+"""
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.crossplane import NAMESPACE
+from e2e.controlplane.kube import Obj, condition, is_true
+
+REPO = Path(__file__).resolve().parents[2]
+FLEET = REPO / "examples" / "fleet"
+API = "fleetgate.dev/v1alpha1"
+XR_KINDS = [
+    "InferenceCluster",
+    "InferenceGateway",
+    "ModelDeployment",
+    "ModelEndpoint",
+    "ModelService",
+    "ModelRoute",
+]
+OBJECT = ("kubernetes.m.crossplane.io/v1alpha1", "Object")
+REMOTE_IDENTITY = "fleetgate-provider-kubernetes"
+
+
+def register(cp: Cluster, workload: Cluster) -> None:
+    """What a platform team does for a new cluster: an identity there, its kubeconfig here.
+
+    The identity is a ServiceAccount bound to cluster-admin on the workload
+    cluster (provider-kubernetes applies CRD-backed objects of many kinds); the
+    ClusterProviderConfig is named after the cluster, as examples/fleet expects.
+    """
+    w = workload.admin
+    w.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": REMOTE_IDENTITY, "namespace": "kube-system"},
+        }
+    )
+    w.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": REMOTE_IDENTITY},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": REMOTE_IDENTITY, "namespace": "kube-system"}
+            ],
+        }
+    )
+    kubeconfig = workload.kubeconfig_text_for_token(w.token_for("kube-system", REMOTE_IDENTITY))
+    secret = f"{workload.name}-kubeconfig"
+    cp.admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret, "namespace": NAMESPACE},
+            "stringData": {"kubeconfig": kubeconfig},
+        }
+    )
+    cp.admin.apply(
+        {
+            "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+            "kind": "ClusterProviderConfig",
+            "metadata": {"name": workload.name},
+            "spec": {
+                "credentials": {
+                    "source": "Secret",
+                    "secretRef": {"namespace": NAMESPACE, "name": secret, "key": "kubeconfig"},
+                }
+            },
+        }
+    )
+
+
+def documents(folder: Path = FLEET) -> list[Obj]:
+    docs = [
+        doc
+        for path in sorted(folder.glob("*.yaml"))
+        if path.name != "world.yaml"
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    ]
+    return sorted(docs, key=lambda d: d["kind"] != "Secret")  # stable: file order otherwise
+
+
+def apply(cp: Cluster, docs: list[Obj]) -> None:
+    for namespace in sorted({d["metadata"].get("namespace", "") for d in docs} - {""}):
+        cp.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for doc in docs:
+        cp.admin.apply(doc, manager="kubectl")
+
+
+def xrs(cp: Cluster) -> Iterator[Obj]:
+    for kind in XR_KINDS:
+        yield from cp.admin.list(API, kind)
+
+
+def name_of(obj: Obj) -> str:
+    meta = obj["metadata"]
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj['kind']} {where}{meta['name']}"
+
+
+def not_converged(cp: Cluster) -> list[str]:
+    """What still keeps the fleet from being converged, one line each; empty when it is."""
+    problems = []
+    seen = dict.fromkeys(XR_KINDS, 0)
+    for xr in xrs(cp):
+        seen[xr["kind"]] += 1
+        for type_ in ("Synced", "Ready"):
+            if not is_true(xr, type_):
+                cond = condition(xr, type_) or {}
+                problems.append(
+                    f"{name_of(xr)}: {type_} {cond.get('status', 'absent')}"
+                    f" {cond.get('reason', '')} {cond.get('message', '')}".rstrip()
+                )
+    for svc in cp.admin.list(API, "ModelService"):
+        if not is_true(svc, "RoutingReady"):
+            cond = condition(svc, "RoutingReady") or {}
+            problems.append(f"{name_of(svc)}: RoutingReady {cond.get('message', 'absent')}")
+    for obj in cp.admin.list(*OBJECT):
+        for type_ in ("Synced", "Ready"):
+            if not is_true(obj, type_):
+                cond = condition(obj, type_) or {}
+                reason, message = cond.get("reason", "absent"), cond.get("message", "")
+                problems.append(f"{name_of(obj)}: {type_} {reason} {message}")
+    for kind in ("InferenceCluster", "InferenceGateway", "ModelDeployment", "ModelService"):
+        if not seen[kind]:
+            problems.append(f"no {kind} on the control plane")
+    return problems
+
+
+def converge(cp: Cluster, timeout: float, echo: bool = True) -> float:
+    """Wait until nothing is left in ``not_converged``; seconds it took. Fails with what is left."""
+    start = time.monotonic()
+    last: list[str] = []
+    next_report = start + 30
+    while True:
+        problems = not_converged(cp)
+        if not problems:
+            return time.monotonic() - start
+        if time.monotonic() > start + timeout:
+            raise TimeoutError(
+                f"the fleet did not converge in {timeout:.0f}s; still:\n  " + "\n  ".join(problems)
+            )
+        if echo and time.monotonic() > next_report and problems != last:
+            print(f"  {time.monotonic() - start:6.1f}s  waiting on {len(problems)}: {problems[0]}")
+            next_report = time.monotonic() + 30
+            last = problems
+        time.sleep(2)
+
+
+def kubectl(cluster: Cluster, *args: str) -> str:
+    done = subprocess.run(
+        [binary("kubectl"), f"--kubeconfig={cluster.admin_kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        check=False,  # what kubectl says, errors included, is what is printed
+    )
+    return done.stdout + done.stderr

@@ -1,0 +1,246 @@
+"""The packages, served by a local OCI registry and installed the way a user installs them.
+
+``make packages`` output (five Functions with their runtime images, and the
+Configuration) is pushed with ``crossplane xpkg push`` to a registry on
+loopback, under the same repository paths as upstream
+(``xpkg.crossplane.io/fleetgate/...``). The two providers the Configuration
+depends on are packaged here from what their pinned versions ship:
+provider-kubernetes from its module's own ``package/`` folder (crossplane.yaml
+and CRDs), provider-helm, whose module the proxy refuses, as its pinned CRDs
+alone. An ImageConfig rewrites the upstream prefix to the local registry, so
+the unchanged Configuration, its ``dependsOn`` and the install manifests
+resolve here. Nothing but the registry's address differs from production.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from e2e import pki
+from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.kube import ApiError, is_true, wait_for
+from e2e.controlplane.processes import Supervisor, wait_listening
+from e2e.functions import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+DIST = REPO / "dist" / "package"
+CRDS = REPO / ".cache" / "crds"
+UPSTREAM = "xpkg.crossplane.io"
+CONFIGURATION = "fleetgate"
+
+
+def start_registry(sup: Supervisor, state: Path, ca: pki.KeyPair) -> str:
+    d = state / "registry"
+    d.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    serving = pki.leaf(ca, "registry", server=True, ips=("127.0.0.1",))
+    (d / "tls.crt").write_bytes(serving.cert_pem)
+    (d / "tls.key").write_bytes(serving.key_pem)
+    config = {
+        "version": 0.1,
+        "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(d / "data")}},
+        "http": {
+            "addr": f"127.0.0.1:{port}",
+            "tls": {"certificate": str(d / "tls.crt"), "key": str(d / "tls.key")},
+        },
+    }
+    (d / "config.yml").write_text(yaml.safe_dump(config))
+    proc = sup.start("registry", [binary("registry"), "serve", str(d / "config.yml")])
+    host = f"127.0.0.1:{port}"
+
+    def serving_v2() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_listening(proc, serving_v2, 30, "waiting for the registry")
+    return host
+
+
+def _push(xpkg: Path, ref: str, ca_file: Path) -> None:
+    done = subprocess.run(
+        [binary("crossplane"), "xpkg", "push", "-f", str(xpkg), ref],
+        env={**os.environ, "SSL_CERT_FILE": str(ca_file)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"crossplane xpkg push {ref} failed:\n{done.stderr[-2000:]}")
+
+
+def _build(root: Path, out: Path) -> Path:
+    done = subprocess.run(
+        [binary("crossplane"), "xpkg", "build", f"--package-root={root}", f"--package-file={out}"],
+        cwd=out.parent,  # the CLI looks for ./examples; there are none here
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"crossplane xpkg build of {root} failed:\n{done.stderr[-2000:]}")
+    return out
+
+
+def _provider_helm_root(into: Path) -> Path:
+    """A Provider package holding provider-helm's pinned CRDs: enough to resolve the dependency."""
+    (into / "crds").mkdir(parents=True)
+    version_dir = _only_version(CRDS / "provider-helm")
+    for crd in version_dir.glob("*.yaml"):
+        (into / "crds" / crd.name).write_bytes(crd.read_bytes())
+    (into / "crossplane.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "meta.pkg.crossplane.io/v1",
+                "kind": "Provider",
+                "metadata": {"name": "provider-helm"},
+            }
+        )
+    )
+    return into
+
+
+def _only_version(folder: Path) -> Path:
+    versions = [p for p in folder.iterdir() if p.is_dir()]
+    if len(versions) != 1:
+        raise RuntimeError(f"expected one pinned version under {folder}, found {versions}")
+    return versions[0]
+
+
+def _module_dir(module: str, cwd: Path) -> Path:
+    out = subprocess.run(
+        ["go", "list", "-m", "-json", module], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+def dependency_versions() -> dict[str, str]:
+    """Package repository → version, from the Configuration's own dependsOn."""
+    meta = yaml.safe_load((REPO / "package" / "configuration" / "crossplane.yaml").read_text())
+    return {d["package"]: d["version"] for d in meta["spec"]["dependsOn"]}
+
+
+def publish(registry: str, ca_file: Path, work: Path) -> None:
+    """Push every package the Configuration needs to the local registry."""
+    built = json.loads((DIST / "packages.json").read_text())
+    version = built["version"]
+    for function, entry in built["functions"].items():
+        _push(REPO / entry["package"], f"{registry}/fleetgate/{function}:{version}", ca_file)
+    _push(
+        DIST / f"{CONFIGURATION}-{version}.xpkg",
+        f"{registry}/fleetgate/{CONFIGURATION}:{version}",
+        ca_file,
+    )
+
+    versions = dependency_versions()
+    pk_repo = f"{UPSTREAM}/crossplane-contrib/provider-kubernetes"
+    pk_root = (
+        _module_dir(
+            "github.com/crossplane-contrib/provider-kubernetes",
+            REPO / "tools" / "controlplane" / "provider-kubernetes",
+        )
+        / "package"
+    )
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        pk = _build(pk_root, Path(tmp) / "provider-kubernetes.xpkg")
+        _push(pk, pk_repo.replace(UPSTREAM, registry) + ":" + versions[pk_repo], ca_file)
+        helm_repo = f"{UPSTREAM}/crossplane-contrib/provider-helm"
+        helm = _build(_provider_helm_root(Path(tmp) / "provider-helm"), Path(tmp) / "helm.xpkg")
+        _push(helm, helm_repo.replace(UPSTREAM, registry) + ":" + versions[helm_repo], ca_file)
+
+
+def install(cp: Cluster, registry: str) -> None:
+    """What the README tells a platform team to do, against the local registry."""
+    cp.admin.apply(
+        {
+            "apiVersion": "pkg.crossplane.io/v1beta1",
+            "kind": "ImageConfig",
+            "metadata": {"name": "fleetgate-e2e-local-registry"},
+            "spec": {
+                "matchImages": [{"type": "Prefix", "prefix": UPSTREAM}],
+                "rewriteImage": {"prefix": registry},
+            },
+        }
+    )
+    for doc in yaml.safe_load_all(
+        (REPO / "package" / "install" / "provider-kubernetes.yaml").read_text()
+    ):
+        if doc:
+            cp.admin.apply(doc)
+    version = json.loads((DIST / "packages.json").read_text())["version"]
+    cp.admin.apply(
+        {
+            "apiVersion": "pkg.crossplane.io/v1",
+            "kind": "Configuration",
+            "metadata": {"name": CONFIGURATION},
+            "spec": {"package": f"{UPSTREAM}/fleetgate/{CONFIGURATION}:{version}"},
+        }
+    )
+
+
+# Installed but never running here: no binary of it can be built (see README).
+WITHOUT_RUNTIME = {"crossplane-contrib-provider-helm"}
+
+
+def wait_healthy(cp: Cluster, timeout: float) -> None:
+    def all_healthy() -> bool:
+        packages = [
+            p
+            for kind in ("Configuration", "Provider", "Function")
+            for p in cp.admin.list("pkg.crossplane.io/v1", kind)
+        ]
+        return len(packages) == 1 + len(dependency_versions()) and all(
+            is_true(p, "Installed")
+            and (is_true(p, "Healthy") or p["metadata"]["name"] in WITHOUT_RUNTIME)
+            for p in packages
+        )
+
+    wait_for("every package Installed and Healthy", all_healthy, timeout, interval=2)
+
+
+# The kinds of the pinned set that Fleetgate composes on a workload cluster (or, for
+# GatewayClass, that a cluster gateway names). Only these are installed: every CRD
+# an API server adds makes the next one slower to establish, and the megabyte-sized
+# ones nobody uses (EnvoyProxy aside) would cost the e2e minutes. An Object whose
+# kind is missing here fails the e2e (Synced=False, no matches for kind).
+COMPOSED_KINDS = frozenset(
+    {
+        "AIGatewayRoute", "AIServiceBackend", "BackendSecurityPolicy",  # Envoy AI Gateway
+        "Certificate", "Issuer", "Bundle",  # cert-manager, trust-manager
+        "Backend", "BackendTrafficPolicy", "ClientTrafficPolicy", "EnvoyPatchPolicy",
+        "EnvoyProxy", "HTTPRouteFilter", "SecurityPolicy",  # Envoy Gateway
+        "GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant",  # Gateway API
+        "InferencePool", "InferenceObjective", "InferenceModelRewrite",  # GAIE, llm-d
+        "Workspace", "RayService", "LeaderWorkerSet",  # serving providers
+    }
+)  # fmt: skip
+
+
+def installed_crds(workload: Cluster) -> None:
+    """The upstream CRDs a workload cluster's stack would have installed, from the pinned set.
+
+    Created, not server-side applied: some are large, and field management of
+    those costs the busy machine minutes.
+    """
+    # The standalone Gateway API set duplicates the one Envoy Gateway bundles.
+    skip = {"crossplane", "provider-kubernetes", "provider-helm", "gateway-api"}
+    for folder in sorted(CRDS.iterdir()):
+        if folder.name in skip or not folder.is_dir():
+            continue
+        for path in sorted(_only_version(folder).rglob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if (
+                    doc
+                    and doc.get("kind") == "CustomResourceDefinition"
+                    and doc["spec"]["names"]["kind"] in COMPOSED_KINDS
+                ):
+                    try:
+                        workload.admin.create(doc)
+                    except ApiError as err:
+                        if err.status != 409:  # already there (make up run twice)
+                            raise

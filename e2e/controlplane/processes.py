@@ -1,0 +1,224 @@
+"""The control plane's processes: started with a log each, watched, and always stopped.
+
+Everything runs inside one private network namespace that has only a
+loopback interface (``isolate``), so no component can listen beyond this
+machine whatever address it binds (provider-kubernetes binds its metrics and
+webhook servers on every interface, with no flag to change that), and ports
+never collide with anything else on the host.
+"""
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+STOP_GRACE_S = 10.0
+
+
+def isolate() -> None:
+    """Move this process (and so every child it starts) into a new network namespace."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(
+            errno, f"cannot create a network namespace ({os.strerror(errno)}): run as root"
+        )
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+
+def enter(pid: int) -> None:
+    """Join the network namespace of a running control plane (``make up``'s)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"cannot join the control plane's network: {os.strerror(errno)}")
+    finally:
+        os.close(fd)
+
+
+class ProcessDiedError(RuntimeError):
+    pass
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+    restarted_elsewhere: bool = False  # a controller of ours restarts it, as a kubelet would
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def peak_rss_kib(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+
+@dataclass
+class Supervisor:
+    """Starts processes and stops all of them, last first, on exit, error or signal."""
+
+    logs: Path
+    processes: list[Process] = field(default_factory=list)
+    # Called before any process is stopped: whatever restarts processes stops first.
+    on_stop: list[Callable[[], None]] = field(default_factory=list)
+
+    def __enter__(self) -> "Supervisor":
+        self.logs.mkdir(parents=True, exist_ok=True)
+        # SIGTERM (CI's stop, `make down`) unwinds like Ctrl-C, through __exit__.
+        signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        restarted_elsewhere: bool = False,
+    ) -> Process:
+        log = self.logs / f"{name}.log"
+        with log.open("ab") as out:
+            popen = subprocess.Popen(
+                list(argv),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,  # a terminal's Ctrl-C reaches us, and we stop them
+            )
+        proc = Process(name, popen, log, restarted_elsewhere)
+        self.processes.append(proc)
+        return proc
+
+    def check(self) -> None:
+        """Fail, with its last log lines, when any process has exited."""
+        for proc in self.processes:
+            code = proc.popen.poll()
+            if code is not None and not proc.restarted_elsewhere:
+                raise ProcessDiedError(
+                    f"{proc.name} exited with {code}; its log ends:\n{proc.tail()}"
+                )
+
+    def stop(self, proc: Process) -> None:
+        if proc.popen.poll() is None:
+            os.killpg(proc.popen.pid, signal.SIGTERM)
+            try:
+                proc.popen.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+                proc.popen.wait()
+        if proc in self.processes:
+            self.processes.remove(proc)
+
+    def stop_all(self) -> None:
+        for callback in self.on_stop:
+            callback()
+        for proc in reversed(list(self.processes)):
+            with contextlib.suppress(ProcessLookupError):
+                self.stop(proc)
+
+    def peak_rss_mib(self) -> float:
+        return sum(p.peak_rss_kib() for p in self.processes) / 1024
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def wait_listening(proc: Process, check: "object", timeout: float, what: str) -> None:
+    """Wait for ``check()`` to be true, failing early if the process dies."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.popen.poll() is not None:
+            raise ProcessDiedError(f"{proc.name} exited while {what}; its log ends:\n{proc.tail()}")
+        if callable(check) and check():
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{proc.name}: timed out {what}; its log ends:\n{proc.tail()}")
+        time.sleep(0.5)
+
+
+class Namespace:
+    """A further loopback-only network namespace, for a process whose fixed ports clash.
+
+    Crossplane's RBAC manager and provider-kubernetes both serve metrics on
+    :8080 with no flag to move them. The RBAC manager runs in its own
+    namespace; ``forward`` makes the API server it talks to reachable there at
+    the same address, so its kubeconfig stays the control plane's.
+    """
+
+    def __init__(self, sup: Supervisor, name: str) -> None:
+        self.holder = sup.start(f"{name}-netns", ["unshare", "--net", "sleep", "infinity"])
+        path = f"/proc/{self.holder.popen.pid}/ns/net"
+        deadline = time.monotonic() + 10
+        while os.readlink(path) == os.readlink("/proc/self/ns/net"):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the network namespace holder did not unshare")
+            time.sleep(0.05)
+        self.path = path
+        subprocess.run(["nsenter", f"--net={path}", "ip", "link", "set", "lo", "up"], check=True)
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return ["nsenter", f"--net={self.path}", *argv]
+
+    def forward(self, port: int) -> None:
+        """Accept on 127.0.0.1:``port`` in this namespace; connect to the same in ours."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        ours = os.open("/proc/self/ns/net", os.O_RDONLY)
+        theirs = os.open(self.path, os.O_RDONLY)
+        try:
+            # setns changes only the calling thread's namespace; a socket keeps
+            # the namespace it was made in.
+            libc.setns(theirs, CLONE_NEWNET)
+            listener = socket.create_server(("127.0.0.1", port))
+        finally:
+            libc.setns(ours, CLONE_NEWNET)
+            os.close(ours)
+            os.close(theirs)
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        def serve() -> None:
+            while True:
+                try:
+                    client, _ = listener.accept()
+                    upstream = socket.create_connection(("127.0.0.1", port))
+                except OSError:
+                    continue
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True, name=f"forward-{port}").start()

@@ -1,0 +1,329 @@
+"""The workload clusters' controllers that cannot run here, played by one small loop.
+
+Only what those controllers write, on the objects they own, nothing else:
+
+cert-manager (its controller is a nested Go module the proxy does not serve)
+  Issuer: condition Ready=True (reason ``IsReady`` for selfSigned,
+  ``KeyPairVerified`` for ca, once the CA Secret exists). Certificate: the
+  Secret ``spec.secretName`` (type kubernetes.io/tls; tls.crt, tls.key,
+  ca.crt; the cert-manager.io/* annotations), issued by its Issuer, and
+  condition Ready=True reason ``Ready`` with notBefore/notAfter/revision.
+Envoy Gateway (its controller needs a running Envoy to program)
+  Gateway: status.addresses from the cluster's load balancer (examples/fleet
+  world.yaml, as the offline walk), Accepted and Programmed, per-listener
+  status. HTTPRoute, GRPCRoute: status.parents per parentRef, Accepted and
+  ResolvedRefs. Policies (ClientTrafficPolicy, BackendTrafficPolicy,
+  SecurityPolicy, EnvoyPatchPolicy): status.ancestors, Accepted. Backend:
+  Accepted.
+Envoy AI Gateway v1.1.0
+  AIGatewayRoute, AIServiceBackend, BackendSecurityPolicy: condition Accepted.
+The Deployment controller and kubelet
+  Deployment: replicas ready and Available.
+InferencePool (the endpoint picker's gateway)
+  status.parents with Accepted and ResolvedRefs.
+
+Every condition carries the object's generation as observedGeneration, as
+every one of those controllers writes it. trust-manager is not here: it runs
+for real (see workloads.py).
+"""
+
+import base64
+import datetime
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from e2e import pki
+from e2e.controlplane.clusters import Cluster
+from e2e.controlplane.kube import ApiError, Obj, is_true
+from e2e.fleet import World
+
+INTERVAL_S = 1.0
+CERT_MANAGER = "cert-manager.io/v1"
+EG = "gateway.envoyproxy.io/v1alpha1"
+GWAPI = "gateway.networking.k8s.io/v1"
+AIGW = "aigateway.envoyproxy.io/v1beta1"
+EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _cond(obj: Obj, type_: str, reason: str, message: str = "") -> Obj:
+    return {
+        "type": type_,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": obj["metadata"].get("generation", 1),
+        "lastTransitionTime": _now(),
+    }
+
+
+@dataclass
+class Controllers:
+    cluster: Cluster
+    world: World
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._loop, daemon=True, name=f"controllers-{self.cluster.name}"
+        )
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        passes: list[tuple[str, str, Callable[[Obj], Obj | None]]] = [
+            (CERT_MANAGER, "Issuer", self.issuer),
+            (CERT_MANAGER, "Certificate", self.certificate),
+            (GWAPI, "Gateway", self.gateway),
+            (GWAPI, "HTTPRoute", self.route),
+            (GWAPI, "GRPCRoute", self.route),
+            ("inference.networking.k8s.io/v1", "InferencePool", self.route),
+            (EG, "ClientTrafficPolicy", self.policy),
+            (EG, "BackendTrafficPolicy", self.policy),
+            (EG, "SecurityPolicy", self.policy),
+            (EG, "EnvoyPatchPolicy", self.policy),
+            (EG, "Backend", self.accepted),
+            (AIGW, "AIGatewayRoute", self.accepted),
+            (AIGW, "AIServiceBackend", self.accepted),
+            (AIGW, "BackendSecurityPolicy", self.accepted),
+            ("apps/v1", "Deployment", self.deployment),
+        ]
+        kube = self.cluster.admin
+        while not self._stop.wait(INTERVAL_S):
+            for api_version, kind, realise in passes:
+                try:
+                    for obj in kube.list(api_version, kind):
+                        status = realise(obj)
+                        if status is not None and status != obj.get("status"):
+                            kube.update_status({**obj, "status": status})
+                except (ApiError, OSError) as err:  # retried next round
+                    if not (isinstance(err, ApiError) and err.status in (404, 409)):
+                        self.errors.append(f"{self.cluster.name} {kind}: {err}")
+                        del self.errors[:-20]
+
+    # --- cert-manager ------------------------------------------------------------
+
+    def issuer(self, obj: Obj) -> Obj | None:
+        spec = obj.get("spec") or {}
+        if "selfSigned" in spec:
+            return self._keep(obj, [_cond(obj, "Ready", "IsReady")])
+        if "ca" in spec:
+            ns = obj["metadata"]["namespace"]
+            if self.cluster.admin.get("v1", "Secret", spec["ca"]["secretName"], ns) is None:
+                return None
+            return self._keep(obj, [_cond(obj, "Ready", "KeyPairVerified", "Signing CA verified")])
+        return None
+
+    def certificate(self, obj: Obj) -> Obj | None:
+        if is_true(obj, "Ready") and _current(obj):
+            return None
+        kube = self.cluster.admin
+        ns = obj["metadata"]["namespace"]
+        spec = obj["spec"]
+        issuer = kube.get(CERT_MANAGER, "Issuer", spec["issuerRef"]["name"], ns)
+        if not is_true(issuer, "Ready"):
+            return None
+        assert issuer is not None
+        cn = str(spec.get("commonName") or (spec.get("dnsNames") or [obj["metadata"]["name"]])[0])
+        if "selfSigned" in issuer["spec"]:
+            pair = pki.ca(cn[:64])
+            ca_pem = pair.cert_pem
+        else:
+            ca_secret = kube.get("v1", "Secret", issuer["spec"]["ca"]["secretName"], ns)
+            if ca_secret is None:
+                return None
+            data = ca_secret["data"]
+            signer = pki.load(base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"]))
+            usages = spec.get("usages") or ["digital signature", "key encipherment"]
+            pair = pki.leaf(
+                signer,
+                cn[:64],
+                server="server auth" in usages or "client auth" not in usages,
+                dns=tuple(spec.get("dnsNames") or ()),
+            )
+            ca_pem = signer.cert_pem
+        kube.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": spec["secretName"],
+                    "namespace": ns,
+                    "annotations": {
+                        "cert-manager.io/certificate-name": obj["metadata"]["name"],
+                        "cert-manager.io/common-name": cn,
+                        "cert-manager.io/issuer-name": issuer["metadata"]["name"],
+                        "cert-manager.io/issuer-kind": "Issuer",
+                        "cert-manager.io/issuer-group": "cert-manager.io",
+                    },
+                },
+                "type": "kubernetes.io/tls",
+                "data": {
+                    "tls.crt": base64.b64encode(pair.cert_pem).decode(),
+                    "tls.key": base64.b64encode(pair.key_pem).decode(),
+                    "ca.crt": base64.b64encode(ca_pem).decode(),
+                },
+            },
+            manager="cert-manager-certificates-issuing",
+        )
+        status = dict(obj.get("status") or {})
+        status.update(
+            {
+                "conditions": [
+                    _cond(obj, "Ready", "Ready", "Certificate is up to date and has not expired")
+                ],
+                "notBefore": pair.cert.not_valid_before_utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "notAfter": pair.cert.not_valid_after_utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "revision": int(status.get("revision", 0)) + 1,
+            }
+        )
+        return status
+
+    # --- Envoy Gateway and AI Gateway -------------------------------------------------
+
+    def gateway(self, obj: Obj) -> Obj | None:
+        name = obj["metadata"]["name"]
+        address = self.world.address(self.cluster.name, name)
+        kind = "Hostname" if any(c.isalpha() for c in address.replace(":", "")) else "IPAddress"
+        listeners = [
+            {
+                "name": listener["name"],
+                "attachedRoutes": 0,
+                "supportedKinds": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}],
+                "conditions": [
+                    _cond(obj, "Accepted", "Accepted", "Listener has been successfully translated"),
+                    _cond(
+                        obj,
+                        "Programmed",
+                        "Programmed",
+                        "Sending translated listener configuration to the data plane",
+                    ),
+                    _cond(
+                        obj,
+                        "ResolvedRefs",
+                        "ResolvedRefs",
+                        "Listener has been successfully translated",
+                    ),
+                ],
+            }
+            for listener in obj["spec"].get("listeners") or []
+        ]
+        status = {
+            "addresses": [{"type": kind, "value": address}],
+            "conditions": [
+                _cond(
+                    obj, "Accepted", "Accepted", "The Gateway has been scheduled by Envoy Gateway"
+                ),
+                _cond(
+                    obj,
+                    "Programmed",
+                    "Programmed",
+                    "Address assigned to the Gateway, 1/1 envoy replicas available",
+                ),
+            ],
+            "listeners": listeners,
+        }
+        return self._stable(obj, status)
+
+    def route(self, obj: Obj) -> Obj | None:
+        parents = [
+            {
+                "parentRef": ref,
+                "controllerName": EG_CONTROLLER,
+                "conditions": [
+                    _cond(obj, "Accepted", "Accepted", "Route is accepted"),
+                    _cond(
+                        obj,
+                        "ResolvedRefs",
+                        "ResolvedRefs",
+                        "Resolved all the Object references for the Route",
+                    ),
+                ],
+            }
+            for ref in obj["spec"].get("parentRefs") or obj["spec"].get("targetRefs") or [{}]
+        ]
+        return self._stable(obj, {**(obj.get("status") or {}), "parents": parents})
+
+    def policy(self, obj: Obj) -> Obj | None:
+        spec = obj.get("spec") or {}
+        refs = spec.get("targetRefs") or ([spec["targetRef"]] if "targetRef" in spec else [{}])
+        ancestors = [
+            {
+                "ancestorRef": {
+                    k: v for k, v in ref.items() if k in ("group", "kind", "name", "sectionName")
+                },
+                "controllerName": EG_CONTROLLER,
+                "conditions": [_cond(obj, "Accepted", "Accepted", "Policy has been accepted.")],
+            }
+            for ref in refs
+        ]
+        return self._stable(obj, {"ancestors": ancestors})
+
+    def accepted(self, obj: Obj) -> Obj | None:
+        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "")])
+
+    def deployment(self, obj: Obj) -> Obj | None:
+        replicas = (obj.get("spec") or {}).get("replicas", 1)
+        status = {
+            "observedGeneration": obj["metadata"].get("generation", 1),
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            # DeploymentCondition has no observedGeneration (status has it).
+            "conditions": [
+                {
+                    k: v
+                    for k, v in _cond(obj, type_, reason, message).items()
+                    if k != "observedGeneration"
+                }
+                for type_, reason, message in (
+                    (
+                        "Available",
+                        "MinimumReplicasAvailable",
+                        "Deployment has minimum availability.",
+                    ),
+                    (
+                        "Progressing",
+                        "NewReplicaSetAvailable",
+                        "ReplicaSet has successfully progressed.",
+                    ),
+                )
+            ],
+        }
+        return self._stable(obj, status)
+
+    # --- stability ------------------------------------------------------------------
+    # A controller rewrites a condition only when its status or generation changes;
+    # lastTransitionTime stays, so nothing here makes an update that changes nothing.
+
+    def _keep(self, obj: Obj, conditions: list[Obj]) -> Obj | None:
+        return self._stable(obj, {**(obj.get("status") or {}), "conditions": conditions})
+
+    def _stable(self, obj: Obj, status: Obj) -> Obj | None:
+        if _without_times(status) == _without_times(obj.get("status") or {}):
+            return None
+        return status
+
+
+def _without_times(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k != "lastTransitionTime"}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def _current(obj: Obj) -> bool:
+    ready: Obj = next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"), {}
+    )
+    return bool(ready.get("observedGeneration") == obj["metadata"].get("generation"))
