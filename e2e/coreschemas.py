@@ -63,6 +63,23 @@ KINDS: Final = [
         "rolebindings",
         "Namespaced",
     ),
+    # The endpoint picker's right to review scrapers' tokens is cluster-wide.
+    (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        "Cluster",
+    ),
+    (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "Cluster",
+    ),
 ]
 COVERED: Final = frozenset((f"{g}/{v}" if g else v, k) for _, g, v, k, _, _ in KINDS)
 
