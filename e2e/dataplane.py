@@ -18,6 +18,7 @@ from e2e.fleet import Fleet, Obj
 from e2e.translate import Translation
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.model_service.builders import OVERPROVISIONING_FACTOR
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
 TLS_CONTEXT = "envoy.transport_sockets.tls"
@@ -434,6 +435,23 @@ def cluster_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
     ]
 
 
+def tier_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Each model route's cluster has the overprovisioning factor that makes tiers strict.
+
+    The EnvoyPatchPolicy's JSON patch is applied by Envoy Gateway before AI
+    Gateway's extension server runs (internal/xds/translator/translator.go
+    lines 162-169 at v1.8.3), which touches the localities only.
+    """
+    return [
+        f"{gw.name}: route {_name(route)} load assignment policy {policy}"
+        for gw, _, route, xds in route_clusters(fleet, clusters)
+        if (policy := (xds.get("loadAssignment") or {}).get("policy") or {}).get(
+            "overprovisioningFactor"
+        )
+        != OVERPROVISIONING_FACTOR
+    ]
+
+
 def priority_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
     """Each model route's backends land in its cluster with the priorities the route planned."""
     problems = []
@@ -510,5 +528,6 @@ CHECKS = {
     ),
     "egctl: one cluster per model route": cluster_problems,
     "egctl: each backend in its route's cluster with the priority planned": priority_problems,
+    "egctl: strict priority tiers (overprovisioning factor patched in)": tier_problems,
     "egctl: retries across priorities, outlier detection, no panic mode": failover_problems,
 }

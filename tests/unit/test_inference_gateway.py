@@ -150,6 +150,30 @@ def test_every_listener_buffers_long_prompts_and_drops_a_forged_caller(
     assert failover["spec"]["connection"] == {"bufferLimit": buffer}
 
 
+def test_reachable_clusters_are_those_whose_ca_copy_and_client_certificate_exist() -> None:
+    """A Backend to a cluster resolves only once both are on the gateway's cluster; until then
+    a ModelService must not route there (Envoy Gateway would answer a share with 500)."""
+    clusters = [
+        cluster_xr(),
+        cluster_xr("eu-1", address="203.0.113.5"),
+        cluster_xr("us-1", address="203.0.113.6"),
+    ]
+    gw = fleet(clusters=clusters)
+    first = gw.run()
+    assert first.composite["status"]["reachableClusters"] == [], "nothing exists yet"
+    eu_copy = next(k for k in first.desired if k.startswith("cluster-ca-eu-1"))
+    us_copy = next(k for k in first.desired if k.startswith("cluster-ca-us-1"))
+    both = gw.run(observed=echo(first, not_ready=(us_copy,)))
+    assert both.composite["status"]["reachableClusters"] == ["eu-1"]
+    no_client = gw.run(observed=echo(first, not_ready=("client-certificate",)))
+    assert no_client.composite["status"]["reachableClusters"] == []
+    assert gw.run(observed=echo(first)).composite["status"]["reachableClusters"] == [
+        "eu-1",
+        "us-1",
+    ]
+    assert eu_copy != us_copy
+
+
 @pytest.mark.parametrize("buffer", ["0Mi", "1025Mi", "32Ki", "1Gi", "50"])
 def test_a_buffer_limit_out_of_bounds_is_refused(buffer: str) -> None:
     out = fleet(limits={"bufferLimit": buffer}).run()

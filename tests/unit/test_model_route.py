@@ -297,6 +297,7 @@ def test_each_kind_of_backend(
     assert set(out.desired) == {
         "route",
         "generated-route",
+        "strict-tiers",
         endpoint_key(name, "backend"),
         endpoint_key(name, "ai-service-backend"),
         *extra,
@@ -418,6 +419,53 @@ def test_until_envoy_gateway_reports_on_the_generated_httproute_the_route_is_pen
     out = canary(observed)
     assert out.conditions["RouteAccepted"][:2] == ("False", "Pending")
     assert "has not reported Accepted" in out.conditions["RouteAccepted"][2]
+
+
+def test_priority_tiers_are_made_strict_on_the_routes_envoy_cluster() -> None:
+    """Envoy's default overprovisioning factor (140) sends a share to the next tier once a tier
+    is under ~72% healthy: one of two hosted endpoints ejected put ~30% on the paid fallback."""
+    patch = manifest(canary(), "strict-tiers")
+    assert patch["kind"] == "EnvoyPatchPolicy"
+    assert patch["metadata"] == {"name": route_name(SVC, "public"), "namespace": "fleetgate-system"}
+    assert patch["spec"] == {
+        "targetRef": {
+            "group": "gateway.networking.k8s.io",
+            "kind": "Gateway",
+            "name": fleet_gateway("public"),
+        },
+        "type": "JSONPatch",
+        "jsonPatches": [
+            {
+                "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+                "name": f"httproute/fleetgate-system/{route_name(SVC, 'public')}/rule/0",
+                "operation": {
+                    "op": "add",
+                    "path": "/load_assignment/policy",
+                    "value": {"overprovisioning_factor": 100000},
+                },
+            }
+        ],
+    }
+
+
+def test_an_envoy_gateway_without_patch_policies_is_reported() -> None:
+    observed = as_observed(canary())
+    refused = {
+        "type": "Accepted",
+        "status": "False",
+        "reason": "Disabled",
+        "message": "EnvoyPatchPolicy is disabled in the EnvoyGateway configuration",
+    }
+    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    remote["status"]["ancestors"][0]["conditions"] = [refused]
+    out = canary(observed)
+    status, reason, message = out.conditions["StrictTiers"]
+    assert (status, reason) == ("False", "Disabled")
+    assert "disabled in the EnvoyGateway configuration" in message
+    assert any("strict priority tiers" in w for w in out.warnings)
+    # The route still serves: only the tiers' strictness is lost.
+    assert out.conditions["RouteAccepted"][0] == "True"
+    assert canary(as_observed(canary())).conditions["StrictTiers"][:2] == ("True", "Accepted")
 
 
 # --- invariants ---------------------------------------------------------------------------

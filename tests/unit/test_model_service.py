@@ -283,6 +283,27 @@ def test_with_tls_a_model_is_routed_on_the_https_listener_only(
     assert {k: v for k, v in gw.items() if k == "sectionName"} == section
 
 
+def test_a_fleet_hosted_endpoint_joins_a_gateway_only_once_it_reaches_the_cluster() -> None:
+    """Until the gateway's CA copy and client certificate exist, a Backend to that cluster is
+    unresolved and Envoy Gateway sends a share of the route to a 500: leave it out, say so."""
+    required = canary_fleet()
+    required["gateways"] = [gateway("public", reachable=("eu-1",)), gateway("internal", "edge")]
+    out = run(compose, request(CANARY, required=required))
+    assert routed(out, "public") == {"qwen-eu-1", "openai"}
+    assert routed(out, "internal") == {"qwen-eu-1", "qwen-us-1", "openai"}
+    assert any(
+        "qwen-us-1 left out of the route on InferenceGateway public" in w and "us-1" in w
+        for w in out.warnings
+    ), out.warnings
+    # Nothing reachable and nothing else to route: the gateway is pending, never skipped.
+    required["gateways"] = [gateway("public", reachable=())]
+    required["endpoints-2"] = []
+    out = run(compose, request(CANARY, required=required))
+    assert "public" not in model_routes(out)
+    assert condition(out)[:2] == ("False", "WaitingForGateways")
+    assert "mutual TLS" in condition(out)[2]
+
+
 def test_a_route_holds_at_most_128_backends() -> None:
     many = [hosted(f"e{i:03d}", "eu-1", labels={"app": "x"}) for i in range(130)]
     out = run(compose, request(service(entry(app="x")), required=fleet(many)))
@@ -528,7 +549,7 @@ def test_gateways_on_one_cluster_never_share_a_remote_object() -> None:
         for gw in ("public", "internal")
         for m in (o["spec"]["forProvider"]["manifest"] for o in route_of(out, gw).desired.values())
     ]
-    assert len(names) == len(set(names)) == 2 * 10
+    assert len(names) == len(set(names)) == 2 * 11
 
 
 def test_two_services_never_share_a_remote_object_or_a_model_route() -> None:

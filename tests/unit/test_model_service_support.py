@@ -105,6 +105,7 @@ def gateway(
     client_ca: str | None = CLIENT_CA,
     failover: dict[str, Any] | None = None,
     tls: bool = False,
+    reachable: tuple[str, ...] = ("eu-1", "us-1"),
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"clusterName": cluster}
     if tls:
@@ -117,6 +118,7 @@ def gateway(
     status: dict[str, Any] = {"endpoints": {"openAI": f"https://{name}.example.com/v1"}}
     if client_ca is not None:
         status["clientCACertificate"] = client_ca
+        status["reachableClusters"] = list(reachable)
     return {
         "apiVersion": API,
         "kind": "InferenceGateway",
@@ -223,7 +225,7 @@ def manifest(out: Outcome, key: str) -> Obj:
 
 def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
     """The composition resource names of a ModelRoute routing ``endpoints``."""
-    keys = {"route", "generated-route"}
+    keys = {"route", "generated-route", "strict-tiers"}
     for ep in endpoints:
         keys |= {endpoint_key(ep, "backend"), endpoint_key(ep, "ai-service-backend")}
     for ep in credentials:
@@ -273,6 +275,17 @@ def as_observed(
             remote["status"] = {
                 "parents": [
                     {"parentRef": {"name": "gw"}, "conditions": [*parent_conditions, resolved]}
+                ]
+            }
+        elif remote["kind"] == "EnvoyPatchPolicy":
+            remote["status"] = {
+                "ancestors": [
+                    {
+                        "ancestorRef": {"name": "gw"},
+                        "conditions": [
+                            {"type": "Accepted", "status": "True", "reason": "Accepted"}
+                        ],
+                    }
                 ]
             }
         elif remote["kind"] == "AIGatewayRoute" and not accepted:

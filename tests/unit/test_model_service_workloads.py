@@ -319,6 +319,12 @@ def observe(owner: Obj, key: str, desired: Obj, status: Obj | None = None) -> Ob
                 ],
             }
             remote["status"] = {"parents": [parent]}
+        elif manifest["kind"] == "EnvoyPatchPolicy":
+            ancestor = {
+                "ancestorRef": {"name": "gateway"},
+                "conditions": [_condition("Accepted", "Accepted")],
+            }
+            remote["status"] = {"ancestors": [ancestor]}
         elif manifest["kind"] != "Secret":
             remote["status"] = {"conditions": [_condition("Accepted", "Accepted")]}
         observed["metadata"]["finalizers"] = ["finalizer.managedresource.crossplane.io"]

@@ -272,6 +272,9 @@ class InferenceGatewayStatus(Model):
     address: str | None = None
     client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
     endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
+    # Clusters this gateway reaches over mutual TLS right now: its copy of the
+    # cluster's CA and its own client certificate are both on its cluster.
+    reachable_clusters: Annotated[list[Name], Field(max_length=1024)] = []
     conditions: list[Condition] = []
 
 

@@ -52,6 +52,32 @@ def compose(rec: Reconcile) -> None:
     on.cluster_cas(reachable)
     on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
     _report(rec, gateway, names, front_door if isinstance(front_door, Blocked) else None)
+    _report_mutual_tls(rec, reachable)
+
+
+def _report_mutual_tls(rec: Reconcile, reachable: list[PublishedCluster] | None) -> None:
+    """status.reachableClusters: where this gateway's Backends resolve, as observed.
+
+    A Backend to a cluster names this gateway's copy of the cluster's CA and
+    its client certificate Secret; until both exist on the gateway's cluster
+    Envoy Gateway cannot resolve it and sends a share of the route's traffic
+    to a 500. The copies are ready once created; the Certificate once
+    cert-manager issued its Secret. Clusters not resolved yet: the last
+    published list stands.
+    """
+    if reachable is None:
+        previous = (rec.observed_composite.get("status") or {}).get("reachableClusters")
+        if isinstance(previous, list):
+            rec.set_status(reachableClusters=previous)
+        return
+    ready = rec.observed_ready(naming.CLIENT_CERTIFICATE)
+    rec.set_status(
+        reachableClusters=sorted(
+            c.name
+            for c in reachable
+            if ready and c.ca_certificate and rec.observed_ready(naming.cluster_ca_key(c.name))
+        )
+    )
 
 
 def _hold(rec: Reconcile, blocked: Blocked, *prefixes: str) -> None:

@@ -76,6 +76,12 @@ def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
 # "/", so these never collide with each other or with the route's.
 ROUTE_KEY: Final = "route"
 GENERATED_ROUTE_KEY: Final = "generated-route"
+TIERS_KEY: Final = "strict-tiers"
+# Envoy's overprovisioning factor (percent, default 140) lets a priority level
+# keep all its traffic only while healthy hosts x factor >= 100% of its hosts:
+# at 140 a tier under ~72% healthy already sheds load to the next. At 100000
+# a tier keeps every request while one of up to 1000 hosts is healthy.
+OVERPROVISIONING_FACTOR: Final = 100_000
 
 
 def endpoint_key(endpoint: str, role: str) -> str:
@@ -153,6 +159,42 @@ def generated_route(service: Service, gateway: RouteGateway) -> Manifest:
     Observe Object never applies it).
     """
     return _manifest(f"{GATEWAY_API}/v1", "HTTPRoute", route_name(service, gateway.name), spec={})
+
+
+def xds_cluster_name(service: Service, gateway: RouteGateway) -> str:
+    """The Envoy cluster Envoy Gateway makes of the generated HTTPRoute's (first) rule."""
+    return f"httproute/{SYSTEM_NAMESPACE}/{route_name(service, gateway.name)}/rule/0"
+
+
+def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
+    """An EnvoyPatchPolicy making priority tiers strict on the route's Envoy cluster.
+
+    Envoy Gateway applies JSON patches before it calls AI Gateway's extension
+    server, which then sets each locality's priority and metadata but never
+    ``load_assignment.policy``: the factor survives. Needs
+    ``extensionApis.enableEnvoyPatchPolicy`` in the Envoy Gateway
+    configuration; without it the policy reads Accepted False (Disabled).
+    """
+    return _manifest(
+        f"{ENVOY_GATEWAY}/v1alpha1",
+        "EnvoyPatchPolicy",
+        route_name(service, gateway.name),
+        spec={
+            "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
+            "type": "JSONPatch",
+            "jsonPatches": [
+                {
+                    "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+                    "name": xds_cluster_name(service, gateway),
+                    "operation": {
+                        "op": "add",
+                        "path": "/load_assignment/policy",
+                        "value": {"overprovisioning_factor": OVERPROVISIONING_FACTOR},
+                    },
+                }
+            ],
+        },
+    )
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -237,6 +279,7 @@ def route_objects(
             provider_config=gateway.provider_config_name,
             observe_only=True,
         ),
+        TIERS_KEY: remote(strict_tiers(service, gateway)),
     }
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))

@@ -16,6 +16,7 @@ from fleetgate.core.observed import dig, is_ready, list_conditions, remote_manif
 from fleetgate.model_service.builders import (
     GENERATED_ROUTE_KEY,
     ROUTE_KEY,
+    TIERS_KEY,
     Service,
     route_name,
     route_objects,
@@ -34,6 +35,7 @@ def compose(rec: Reconcile) -> None:
         route=route_name(service, route.spec.gateway.name), backends=len(route.spec.backends)
     )
     _report(rec)
+    _report_tiers(rec)
 
 
 def _refuse_addresses(route: ModelRoute) -> None:
@@ -109,6 +111,29 @@ def _report(rec: Reconcile) -> None:
         "Envoy AI Gateway accepted the route, Envoy Gateway resolved it",
     )
     rec.set_ready(True)
+
+
+TIERS = "StrictTiers"
+
+
+def _report_tiers(rec: Reconcile) -> None:
+    """StrictTiers: whether Envoy Gateway took the patch that makes priority tiers strict.
+
+    Without it (a platform's own Envoy Gateway without
+    ``extensionApis.enableEnvoyPatchPolicy``) the route still serves, but a
+    tier under ~72% healthy already sends a share to the next one.
+    """
+    found = list_conditions(remote_manifest(rec.observed(TIERS_KEY)), "ancestors", "Accepted")
+    refused = next((c for c in found if c.get("status") != "True"), None)
+    if refused is not None:
+        why = refused.get("message") or refused.get("reason")
+        message = f"Envoy Gateway did not accept EnvoyPatchPolicy for strict priority tiers: {why}"
+        rec.condition(TIERS, "False", str(refused.get("reason") or "NotAccepted"), message)
+        rec.warning(message, "TiersNotStrict")
+    elif found:
+        rec.condition(TIERS, "True", "Accepted", "priority tiers are strict")
+    else:
+        rec.condition(TIERS, "False", "Pending", "Envoy Gateway has not reported on the patch yet")
 
 
 def _condition(obj: dict[str, Any] | None, type_: str, status: str) -> dict[str, Any] | None:

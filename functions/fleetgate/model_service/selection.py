@@ -76,6 +76,12 @@ class ServingGateway:
     failover: Failover
     open_ai: str | None
     tls: bool = False
+    # Clusters the gateway reaches over mutual TLS (its status.reachableClusters).
+    reachable: frozenset[str] = frozenset()
+
+    def unreachable(self, routable: Sequence["Routable"]) -> list["Routable"]:
+        """The fleet-hosted endpoints whose cluster this gateway cannot reach yet."""
+        return [r for r in routable if r.cluster is not None and r.cluster not in self.reachable]
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,7 @@ def sort_gateways(
                     gateway.spec.failover,
                     gateway.status.endpoints.open_ai,
                     tls=gateway.spec.tls is not None,
+                    reachable=frozenset(gateway.status.reachable_clusters),
                 )
             )
     return serving, pending

@@ -26,6 +26,7 @@ from fleetgate.model_service.plan import (
 )
 from fleetgate.model_service.selection import (
     PendingGateway,
+    Planned,
     RoutingCluster,
     Screening,
     SelectedEndpoint,
@@ -64,7 +65,7 @@ def compose(rec: Reconcile) -> None:
     serving, pending = sort_gateways(inputs.gateways, inputs.clusters, xr.metadata.labels)
     if not _anything_to_route(rec, screening, serving, pending, len(inputs.gateways)):
         return
-    routes = _compose_routes(rec, service, serving, pending, screening)
+    routes, pending = _compose_routes(rec, service, serving, pending, screening)
     _report(rec, routes, pending, screening)
 
 
@@ -177,17 +178,40 @@ def _compose_routes(
     serving: Sequence[ServingGateway],
     pending: Sequence[PendingGateway],
     screening: Screening,
-) -> dict[str, str | None]:
-    """Every serving gateway gets a ModelRoute with the same plan; a pending one keeps its own.
+) -> tuple[dict[str, str | None], list[PendingGateway]]:
+    """Every serving gateway gets a ModelRoute; a pending one keeps its own.
+
+    The plan is the same on every gateway except for fleet-hosted endpoints a
+    gateway cannot reach over mutual TLS yet, which are left out there (and
+    named); a gateway left with no endpoint is pending.
 
     Returns, per serving gateway, why its route is not accepted yet (None once it is).
     """
-    planned = plan_route(screening.routable)
     routes = {}
+    pending = list(pending)
+    plans: dict[frozenset[str], list[Planned]] = {}
     for gateway in serving:
+        unreachable = gateway.unreachable(screening.routable)
+        for r in unreachable:
+            rec.warning(
+                f"ModelEndpoint {service.namespace}/{r.name} left out of the route on "
+                f"InferenceGateway {gateway.name}: it does not reach InferenceCluster "
+                f"{r.cluster} over mutual TLS yet (its copy of the cluster's CA or its client "
+                "certificate is not on its cluster)",
+                "EndpointLeftOut",
+            )
+        left_out = frozenset(r.name for r in unreachable)
+        usable = [r for r in screening.routable if r.name not in left_out]
+        if not usable:
+            why = "none of the usable endpoints is reachable from it yet (mutual TLS)"
+            pending.append(PendingGateway(gateway.name, why))
+            continue
+        if left_out not in plans:
+            plans[left_out] = plan_route(usable)
         key = route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        rec.compose(key, model_route(service, gateway, planned), ready=routes[gateway.name] is None)
+        route = model_route(service, gateway, plans[left_out])
+        rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(
             f"InferenceGateway {waiting.name} selects this service but cannot serve it yet: "
@@ -195,8 +219,8 @@ def _compose_routes(
             "GatewayPending",
         )
         _carry_over(rec, route_key(waiting.name))
-    rec.set_status(gateways=[_gateway_status(g) for g in serving])
-    return routes
+    rec.set_status(gateways=[_gateway_status(g) for g in serving if g.name in routes])
+    return routes, pending
 
 
 def _namespace(xr: ModelService) -> str:
