@@ -132,6 +132,21 @@ $(HELM): tools/controlplane/helm/go.mod tools/controlplane/helm/go.sum
 $(EGCTL): tools/egctl/go.mod tools/egctl/go.sum
 	cd tools/egctl && $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
 
+## e2e: the example fleet on a real control plane (etcd, three kube-apiservers with their
+## controller managers, Crossplane core and RBAC manager, provider-kubernetes, a local OCI
+## registry serving `make packages`), all local processes on loopback; stops everything it started
+## up: the same control plane, left running for your own kubectl; `make down` stops it
+CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) \
+	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(CROSSPLANE_CORE) CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
+	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER)
+.PHONY: e2e up down
+e2e: deps controlplane-bins packages
+	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
+up: deps controlplane-bins packages
+	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up
+down:
+	$(PY) -m e2e.controlplane down
+
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
 	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))

@@ -1,29 +1,39 @@
-"""``python -m e2e.controlplane {e2e,up}``: the fleet on a real control plane (see stack.py)."""
+"""The fleet on a real control plane: ``python -m e2e.controlplane {e2e,up,down}``.
+
+``e2e`` starts everything, applies examples/fleet, waits for it to converge,
+prints what a user would look at, and stops everything (also on failure or
+Ctrl-C). ``up`` starts the same control plane in the background, registers the
+two workload clusters, and returns with a kubectl wrapper to use on it;
+``down`` stops it and removes its state.
+"""
 
 import argparse
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from e2e.controlplane import fleet, processes, stack, workloads
+from e2e.controlplane.clusters import binary
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"
+PID = STATE / "pid"
+READY = STATE / "ready"
 WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 600.0
+UP_TIMEOUT_S = 1200.0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("command", choices=["e2e", "up"])
-    args = parser.parse_args(argv)
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress, live
+def run(command: str) -> int:
+    """Start the control plane in this process; ``e2e`` drives the fleet, ``serve`` waits."""
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)
     processes.isolate()
-    (STATE / "pid").write_text(str(os.getpid()))
+    PID.write_text(str(os.getpid()))
     print("starting the control plane (logs in .cache/controlplane/logs):")
     with processes.Supervisor(STATE / "logs") as sup:
         try:
@@ -32,21 +42,92 @@ def main(argv: list[str] | None = None) -> int:
             for workload in st.workloads.values():
                 fleet.register(st.cp, workload)
                 workloads.start(sup, workload, the_world)
-            if args.command == "e2e":
-                fleet.apply(st.cp, fleet.documents())
-                print("applied examples/fleet; waiting for it to converge:")
-                took = fleet.converge(st.cp, CONVERGE_TIMEOUT_S)
-                print(f"converged {took:.0f}s after the first apply")
-                print(fleet.kubectl(st.cp, "get", "ic,ig,md,me,ms,mr", "-A"))
-                return 0
-                print(f"control plane up; kubeconfig {st.cp.admin_kubeconfig}")
+            if command == "serve":
+                READY.write_text(_kubectl_wrapper(st.cp.admin_kubeconfig))
                 while True:
                     sup.check()
                     time.sleep(5)
+            fleet.apply(st.cp, fleet.documents())
+            print("applied examples/fleet; waiting for it to converge:")
+            took = fleet.converge(st.cp, CONVERGE_TIMEOUT_S)
+            print(f"converged {took:.0f}s after the first apply\n")
+            print(fleet.kubectl(st.cp, "get", "ic,ig,md,me,ms,mr", "-A"))
+            print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
         except KeyboardInterrupt:
             print("interrupted: stopping every process", file=sys.stderr)
             return 130
+        finally:
+            PID.unlink(missing_ok=True)
     return 0
+
+
+def _kubectl_wrapper(kubeconfig: Path) -> str:
+    """A kubectl that runs inside the control plane's network namespace; its path."""
+    wrapper = STATE / "kubectl"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        "# kubectl on the Fleetgate e2e control plane (make up); K=eu-west-1 or K=us-east-1\n"
+        "# talks to a workload cluster instead. Needs root: it joins a network namespace.\n"
+        f"exec nsenter --net=/proc/$(cat {PID})/ns/net {binary('kubectl')} \\\n"
+        f'  --kubeconfig={STATE}/${{K:-control-plane}}/admin.kubeconfig "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def up() -> int:
+    down()
+    STATE.mkdir(parents=True, exist_ok=True)
+    log = (STATE.parent / "controlplane-up.log").open("wb")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "e2e.controlplane", "serve"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + UP_TIMEOUT_S
+    while not READY.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            print((STATE.parent / "controlplane-up.log").read_text()[-4000:], file=sys.stderr)
+            return 1
+        time.sleep(2)
+    wrapper = READY.read_text()
+    print(
+        f"control plane up (log: .cache/controlplane-up.log). Use it with\n"
+        f"  {wrapper} get pkg\n"
+        f"  {wrapper} apply --server-side -f examples/fleet/10-secrets.yaml  # and so on\n"
+        f"  K=eu-west-1 {wrapper} get gateways -A   # a workload cluster\n"
+        "make down stops it."
+    )
+    return 0
+
+
+def down() -> int:
+    if PID.exists():
+        pid = int(PID.read_text())
+        try:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(60):
+                os.kill(pid, 0)
+                time.sleep(0.5)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(STATE, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("command", choices=["e2e", "up", "down", "serve"])
+    args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress, live
+    if args.command == "up":
+        return up()
+    if args.command == "down":
+        return down()
+    return run(args.command)
 
 
 if __name__ == "__main__":

@@ -229,6 +229,7 @@ def installed_crds(workload: Cluster) -> None:
     """
     # The standalone Gateway API set duplicates the one Envoy Gateway bundles.
     skip = {"crossplane", "provider-kubernetes", "provider-helm", "gateway-api"}
+    names: list[str] = []
     for folder in sorted(CRDS.iterdir()):
         if folder.name in skip or not folder.is_dir():
             continue
@@ -244,3 +245,13 @@ def installed_crds(workload: Cluster) -> None:
                     except ApiError as err:
                         if err.status != 409:  # already there (make up run twice)
                             raise
+                    names.append(doc["metadata"]["name"])
+    for name in names:  # a controller started before its CRDs are served exits
+        wait_for(
+            f"CRD {name} Established on {workload.name}",
+            lambda name=name: is_true(
+                workload.admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name),
+                "Established",
+            ),
+            120,
+        )

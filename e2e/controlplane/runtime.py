@@ -38,6 +38,7 @@ ProviderRevision
 import base64
 import datetime
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,10 +190,15 @@ class PackageRuntime:
         ca = pki.load(
             base64.b64decode(root["data"]["tls.crt"]), base64.b64decode(root["data"]["tls.key"])
         )
-        if server:
-            pair = pki.leaf(ca, rev["metadata"]["name"][:64], server=True, ips=("127.0.0.1",))
-        else:
-            pair = pki.leaf(ca, rev["metadata"]["name"][:64], server=False)
+        with warnings.catch_warnings():
+            # Crossplane's root CA names its country "Earth"; cryptography warns on C != 2 letters.
+            warnings.filterwarnings("ignore", "Attribute's length", UserWarning)
+            pair = pki.leaf(
+                ca,
+                rev["metadata"]["name"][:64],
+                server=server,
+                ips=("127.0.0.1",) if server else (),
+            )
         data = {"tls.crt": pair.cert_pem, "tls.key": pair.key_pem, "ca.crt": ca.cert_pem}
         self.cp.admin.apply(
             {

@@ -16,7 +16,12 @@ Envoy Gateway (its controller needs a running Envoy to program)
   SecurityPolicy, EnvoyPatchPolicy): status.ancestors, Accepted. Backend:
   Accepted.
 Envoy AI Gateway v1.1.0
-  AIGatewayRoute, AIServiceBackend, BackendSecurityPolicy: condition Accepted.
+  AIGatewayRoute: the HTTPRoute of the same name and its HTTPRouteFilters, as
+  its controller generates them (e2e/translate.py ``ai_gateway_route``, owned
+  by the AIGatewayRoute), then condition Accepted; when an AIServiceBackend it
+  names is missing, condition NotAccepted (reason ReconciliationFailed) as
+  upstream writes a refusal. AIServiceBackend, BackendSecurityPolicy:
+  condition Accepted.
 The Deployment controller and kubelet
   Deployment: replicas ready and Available.
 InferencePool (the endpoint picker's gateway)
@@ -33,7 +38,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from e2e import pki
+from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, is_true
 from e2e.fleet import World
@@ -91,7 +96,7 @@ class Controllers:
             (EG, "SecurityPolicy", self.policy),
             (EG, "EnvoyPatchPolicy", self.policy),
             (EG, "Backend", self.accepted),
-            (AIGW, "AIGatewayRoute", self.accepted),
+            (AIGW, "AIGatewayRoute", self.ai_gateway_route),
             (AIGW, "AIServiceBackend", self.accepted),
             (AIGW, "BackendSecurityPolicy", self.accepted),
             ("apps/v1", "Deployment", self.deployment),
@@ -266,6 +271,30 @@ class Controllers:
             for ref in refs
         ]
         return self._stable(obj, {"ancestors": ancestors})
+
+    def ai_gateway_route(self, obj: Obj) -> Obj | None:
+        kube = self.cluster.admin
+        backends = kube.list(AIGW, "AIServiceBackend", obj["metadata"]["namespace"])
+        try:
+            generated = translate.ai_gateway_route(obj, backends)
+        except LookupError as err:  # internal/controller/controller.go: NotAccepted on refusal
+            refused = {
+                **_cond(obj, "NotAccepted", "ReconciliationFailed", str(err)),
+                "status": "False",
+            }
+            return self._keep(obj, [refused])
+        owner = {
+            "apiVersion": AIGW,
+            "kind": "AIGatewayRoute",
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        for made in generated:
+            made["metadata"]["ownerReferences"] = [owner]
+            kube.apply(made, manager="envoy-ai-gateway-controller")
+        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "")])
 
     def accepted(self, obj: Obj) -> Obj | None:
         return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "")])
