@@ -55,12 +55,18 @@ def _metadata(key: str) -> str:
 # requests that spend provider money. The caller reaches the metadata through
 # the AI Gateway controller's logRequestHeaderAttributes
 # (x-fleetgate-caller:caller), set where the serving stack is installed.
+# The endpoint is AI Gateway's backend_name, emitted as each attempt's request
+# headers go upstream (internal/extproc/processor_impl.go:449-459, 782-799 at
+# v1.1.0), so a failed request names the endpoint that failed it; the
+# ai_service_backend_name and model_name_override it emits with the token
+# costs (processor_impl.go:964-979) exist only for answered requests. The
+# value is "<namespace>/<AIServiceBackend>/route/<AIGatewayRoute>/…".
 USAGE_RECORD: Final[dict[str, str]] = {
     "start_time": "%START_TIME%",
     "request_id": "%REQ(X-REQUEST-ID)%",
     "caller": _metadata("caller"),
     "model": f"%REQ({MODEL_HEADER.upper()})%",
-    "endpoint": _metadata("ai_service_backend_name"),
+    "endpoint": _metadata("backend_name"),
     "served_model": _metadata("model_name_override"),
     "response_model": _metadata("response_model"),
     "input_tokens": _metadata(INPUT_TOKENS_KEY),
