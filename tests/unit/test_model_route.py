@@ -184,7 +184,9 @@ def test_third_party_backend_uses_system_trust_and_loses_the_caller_header() -> 
         "tls": {"wellKnownCACertificates": "System", "sni": "api.openai.com"},
     }
     ai = manifest(out, endpoint_key("openai", "ai-service-backend"))["spec"]
-    assert ai["headerMutation"] == {"remove": ["x-fleetgate-caller"]}
+    assert ai["headerMutation"] == {
+        "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
+    }
     assert ai["schema"] == {"name": "OpenAI", "prefix": "/v1"}
 
 
@@ -238,7 +240,9 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
         {"endpoints": [{"fqdn": {"hostname": "vllm.models.svc", "port": 8000}}]},
         {
             "schema": {"name": "OpenAI", "prefix": "/v1"},
-            "headerMutation": {"remove": ["x-fleetgate-caller"]},
+            "headerMutation": {
+                "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
+            },
         },
         set(),
     ),
@@ -256,7 +260,9 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
         },
         {
             "schema": {"name": "Anthropic", "prefix": "/v1"},
-            "headerMutation": {"remove": ["x-fleetgate-caller"]},
+            "headerMutation": {
+                "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
+            },
         },
         {"claude/security-policy", "claude/api-key"},
     ),

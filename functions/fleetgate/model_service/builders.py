@@ -28,6 +28,13 @@ AI_GATEWAY: Final = "aigateway.envoyproxy.io"
 AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
 ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
 GATEWAY_API: Final = "gateway.networking.k8s.io"
+# What a third party never receives: which tenant calls (the caller header) and
+# from where (Envoy appends the caller's address to X-Forwarded-For and sets
+# x-envoy-external-address, useRemoteAddress being on). AI Gateway's header
+# mutation cannot remove its own x-ai-eg-* headers (internal/headermutator/
+# header_mutator.go:119-123 at v1.1.0): x-ai-eg-model, the caller's model name
+# (<namespace>/<service>), still reaches the provider (see SECURITY.md).
+THIRD_PARTY_REMOVED: Final = (CALLER_HEADER, "x-forwarded-for", "x-envoy-external-address")
 # The Secret key Envoy AI Gateway reads an API key from.
 API_KEY: Final = "apiKey"
 
@@ -232,8 +239,8 @@ def ai_service_backend(service: Service, gateway: str, b: RouteBackend) -> Manif
         "backendRef": {"group": ENVOY_GATEWAY, "kind": "Backend", "name": name},
     }
     if b.tls != "Mutual":
-        # A third party: never tell it which tenant is calling.
-        spec["headerMutation"] = {"remove": [CALLER_HEADER]}
+        # A third party: never tell it which tenant is calling, nor from where.
+        spec["headerMutation"] = {"remove": list(THIRD_PARTY_REMOVED)}
     return _manifest(AI_GATEWAY_VERSION, "AIServiceBackend", name, spec=spec)
 
 
