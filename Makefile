@@ -29,8 +29,9 @@ examples: deps
 bench: $(VENV)/.installed
 	$(PY) -m bench
 
-## test: lint, type check, unit, gRPC, render + validate against pinned CRDs
-test: deps lint typecheck pytest
+## test: lint, type check, unit, gRPC, render + validate against pinned CRDs, then the example
+## fleet on the real control plane (make e2e)
+test: deps lint typecheck pytest e2e
 
 lint: deps
 	$(VENV)/bin/ruff check $(SOURCES)

@@ -6,6 +6,8 @@ would). Nothing here writes an XR's status or a composed object: Crossplane,
 the functions and provider-kubernetes do, and this module only reads.
 """
 
+import base64
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ import yaml
 
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
-from e2e.controlplane.kube import Obj, condition, is_true
+from e2e.controlplane.kube import ApiError, Obj, condition, is_true
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "examples" / "fleet"
@@ -173,3 +175,37 @@ def kubectl(cluster: Cluster, *args: str) -> str:
         check=False,  # what kubectl says, errors included, is what is printed
     )
     return done.stdout + done.stderr
+
+
+def secret_values(docs: list[Obj]) -> dict[str, str]:
+    """Every value of the Secrets applied, as written and base64-encoded → where it came from."""
+    needles: dict[str, str] = {}
+    for doc in docs:
+        if doc["kind"] != "Secret":
+            continue
+        where = f"Secret {doc['metadata'].get('namespace', '')}/{doc['metadata']['name']}"
+        for key, value in (doc.get("stringData") or {}).items():
+            needles[str(value)] = f"{where} {key}"
+            needles[base64.b64encode(str(value).encode()).decode()] = f"{where} {key} (base64)"
+        for key, value in (doc.get("data") or {}).items():
+            needles[str(value)] = f"{where} {key} (base64)"
+            needles[base64.b64decode(value).decode(errors="replace")] = f"{where} {key}"
+    return {k: v for k, v in needles.items() if len(k) >= 8}  # too short to mean anything
+
+
+def secrets_at_rest(cluster: Cluster, needles: dict[str, str]) -> list[str]:
+    """Where, outside Secrets, any object of any kind the API server lists holds a value."""
+    hits = []
+    for api_version, kind, _ in cluster.admin.all_resources():
+        if kind == "Secret":
+            continue
+        try:
+            objects = cluster.admin.list(api_version, kind)
+        except ApiError:
+            continue
+        for obj in objects:
+            text = json.dumps(obj)
+            for needle, origin in needles.items():
+                if needle in text:
+                    hits.append(f"{name_of(obj)} holds the value of {origin}")
+    return hits

@@ -34,8 +34,8 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
     start = time.monotonic()
 
     def step(name: str) -> None:
-        timings[name] = round(time.monotonic() - start, 1)
-        say(f"  {timings[name]:6.1f}s  {name}")
+        timings[f"seconds until {name}"] = elapsed = round(time.monotonic() - start, 1)
+        say(f"  {elapsed:6.1f}s  {name}")
 
     etcd = start_etcd(sup, state)
     cp = start_cluster(sup, state, CONTROL_PLANE, etcd)
@@ -50,7 +50,7 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
     ca_file.write_bytes(registry_ca.cert_pem)
     registry = packages.start_registry(sup, state, registry_ca)
     packages.publish(registry, ca_file, state)
-    step(f"packages pushed to {registry}")
+    step("packages pushed to the local registry")
 
     crossplane.install(sup, cp, state, ca_file)
     step("Crossplane core and RBAC manager started")
