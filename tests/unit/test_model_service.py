@@ -304,6 +304,26 @@ def test_a_fleet_hosted_endpoint_joins_a_gateway_only_once_it_reaches_the_cluste
     assert "mutual TLS" in condition(out)[2]
 
 
+def test_an_anthropic_endpoint_stays_out_of_a_route_openai_traffic_takes() -> None:
+    """Envoy AI Gateway v1.1.0 cannot translate OpenAI chat completions to api.schema
+    Anthropic: next to OpenAI endpoints such an endpoint would fail every /v1 request."""
+    claude = third_party("claude", origin="https://api.anthropic.com", model="claude-sonnet-4")
+    claude["spec"]["api"] = {"schema": "Anthropic"}
+    required = canary_fleet()
+    required["endpoints-2"] = [claude]
+    out = run(compose, request(CANARY, required=required))
+    assert "claude" not in routed(out)
+    assert routed(out) == {"qwen-eu-1", "qwen-us-1"}
+    assert any("team-a/claude left out" in w and "Anthropic API" in w for w in out.warnings)
+    # Only Anthropic endpoints: routed (Anthropic callers are served), with a warning.
+    only = service(entry(1, provider="claude"))
+    required = fleet([claude])
+    required["credential-claude"] = [secret("claude", NS, {"apiKey": API_KEY_VALUE})]
+    out = run(compose, request(only, required=required))
+    assert routed(out) == {"claude"}
+    assert any("OpenAI-dialect requests (/v1)" in w and "claude" in w for w in out.warnings)
+
+
 def test_a_route_holds_at_most_128_backends() -> None:
     many = [hosted(f"e{i:03d}", "eu-1", labels={"app": "x"}) for i in range(130)]
     out = run(compose, request(service(entry(app="x")), required=fleet(many)))

@@ -176,6 +176,7 @@ BAD_ORIGIN = "origin refused"
 NO_CLUSTER_CA = "no cluster CA"
 NO_CREDENTIAL = "credential missing"
 ROUTE_FULL = "route full"
+DIALECT = "dialect"
 
 
 def screen_endpoints(
@@ -257,6 +258,35 @@ def _fleet_hop_problem(
     if not found.status.gateway.ca_certificate:
         return NO_CLUSTER_CA, f"its InferenceCluster {cluster} has not published its CA"
     return None
+
+
+def check_dialects(screening: Screening) -> list[str]:
+    """Keep Anthropic-API endpoints out of a route that OpenAI chat traffic also takes.
+
+    A route serves both dialects (its rule matches the model, whatever the
+    path), and Envoy AI Gateway v1.1.0 translates OpenAI chat completions to
+    Anthropic only for its AWS and GCP flavours, never to ``Anthropic``
+    (internal/endpointspec/endpointspec.go:164-180): a /v1 request that lands
+    on such an endpoint fails. Next to OpenAI endpoints they are left out (a
+    ModelService of their own serves Anthropic callers); when every endpoint
+    speaks Anthropic the route stays, and the names are returned for a warning
+    that /v1 requests for this model fail.
+    """
+    anthropic = [r for r in screening.routable if r.schema == "Anthropic"]
+    if not anthropic:
+        return []
+    if len(anthropic) == len(screening.routable):
+        return [r.name for r in anthropic]
+    for r in anthropic:
+        screening.leave_out(
+            r.name,
+            DIALECT,
+            "it speaks the Anthropic API, which OpenAI-dialect (/v1) requests of this route "
+            "cannot reach (Envoy AI Gateway translates none to it); route it from a "
+            "ModelService of Anthropic endpoints only",
+        )
+    screening.routable = [r for r in screening.routable if r.schema != "Anthropic"]
+    return []
 
 
 def wanted_credentials(routable: Sequence[Routable]) -> list[str]:

@@ -33,6 +33,7 @@ from fleetgate.model_service.selection import (
     ServingGateway,
     cap_backends,
     check_credentials,
+    check_dialects,
     plan_route,
     screen_endpoints,
     sort_gateways,
@@ -126,6 +127,15 @@ def _screen_endpoints(
     check, so no Secret is read that would not be routed to.
     """
     screening = screen_endpoints(xr.spec.endpoints, inputs.matched, inputs.clusters)
+    anthropic_only = check_dialects(screening)
+    if anthropic_only:
+        rec.warning(
+            "every endpoint of this service speaks the Anthropic API "
+            f"({', '.join(anthropic_only)}): OpenAI-dialect requests (/v1) for it fail, Envoy AI "
+            "Gateway translates none to"
+            " Anthropic; callers must use the Anthropic endpoint (/anthropic/v1)",
+            "AnthropicOnly",
+        )
     secrets = {
         name: rec.require_secrets(
             credential_key(name), Selector("v1", "Secret", name=name, namespace=service.namespace)
