@@ -38,7 +38,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,10 +206,13 @@ def _tls_data(pair: KeyPair) -> dict[str, str]:
 
 @dataclass
 class Issuance:
-    """Certificates issued on one cluster: cert-manager's, and the public ones users bring."""
+    """Certificates issued on one cluster: cert-manager's, and the public ones users bring.
 
-    fleet: Fleet
-    provider_config: str
+    ``ca_for`` gives the CA key pair behind a trust-manager Bundle (by name):
+    the fleet walk's own, so what it published validates what is issued here.
+    """
+
+    ca_for: Callable[[str], KeyPair]
     public_ca: KeyPair = field(default_factory=lambda: ca("a public CA of the translation"))
 
     def ca_behind(self, objects: list[Obj], issuer: str, namespace: str) -> KeyPair | None:
@@ -222,7 +225,7 @@ class Issuance:
         for bundle in _of(objects, "Bundle"):
             sources = (bundle.get("spec") or {}).get("sources") or []
             if any((s.get("secret") or {}).get("name") == secret for s in sources):
-                return self.fleet.world.ca_for(self.provider_config, _name(bundle))
+                return self.ca_for(_name(bundle))
         return None
 
     def cert_manager(self, objects: list[Obj]) -> list[Obj]:
@@ -401,7 +404,24 @@ def allocate_cluster_ips(objects: list[Obj]) -> None:
 
 def cluster_input(fleet: Fleet, provider_config: str, objects: list[Obj]) -> list[Obj]:
     """What Envoy Gateway on the cluster sees: loadable kinds, issued Secrets, generated routes."""
-    issuance = Issuance(fleet, provider_config)
+    return holdings(Issuance(lambda bundle: fleet.world.ca_for(provider_config, bundle)), objects)
+
+
+def example_input(rendered: list[Obj], secrets: list[Obj]) -> list[Obj]:
+    """What one rendered example puts on its cluster, with fresh CAs behind its Bundles."""
+    cas: dict[str, KeyPair] = {}
+    issuance = Issuance(lambda bundle: cas.setdefault(bundle, ca(bundle[:64])))
+    objects = []
+    for obj in rendered:
+        manifest = _manifest(obj)
+        if manifest is not None:
+            _patch_in(manifest, obj["spec"].get("references") or [], secrets)
+            objects.append(manifest)
+    return holdings(issuance, objects)
+
+
+def holdings(issuance: Issuance, objects: list[Obj]) -> list[Obj]:
+    """The objects, plus what the cluster holds that no XR composed."""
     held = [copy.deepcopy(o) for o in objects]
     issuance.user_tls(held)
     allocate_cluster_ips(held)
