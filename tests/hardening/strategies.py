@@ -268,6 +268,10 @@ def gateway(draw: st.DrawFn, name: str, cluster_names: list[str]) -> tuple[Obj, 
     if draw(mostly()):
         status["clientCACertificate"] = draw(st.sampled_from(PEMS))
         status["endpoints"] = {"openAI": f"http://{name[:40]}.example/v1"}
+        # The clusters it reaches over mutual TLS: mostly all, sometimes some.
+        every = sorted(set(cluster_names))
+        reachable = st.lists(st.sampled_from(every), unique=True) if every else st.just([])
+        status["reachableClusters"] = every if draw(mostly()) else sorted(draw(reachable))
     obj["status"] = status
     return obj, secrets
 
