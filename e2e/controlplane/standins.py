@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, is_true
-from e2e.fleet import World
+from e2e.fleet import World, without_times
 
 INTERVAL_S = 1.0
 CERT_MANAGER = "cert-manager.io/v1"
@@ -338,17 +338,9 @@ class Controllers:
         return self._stable(obj, {**(obj.get("status") or {}), "conditions": conditions})
 
     def _stable(self, obj: Obj, status: Obj) -> Obj | None:
-        if _without_times(status) == _without_times(obj.get("status") or {}):
+        if without_times(status) == without_times(obj.get("status") or {}):
             return None
         return status
-
-
-def _without_times(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items() if k != "lastTransitionTime"}
-    if isinstance(value, list):
-        return [_without_times(v) for v in value]
-    return value
 
 
 def _current(obj: Obj) -> bool:
