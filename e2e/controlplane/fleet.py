@@ -18,18 +18,12 @@ import yaml
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
 from e2e.controlplane.kube import ApiError, Obj, condition, is_true
+from e2e.fleet import KIND_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "examples" / "fleet"
 API = "fleetgate.dev/v1alpha1"
-XR_KINDS = [
-    "InferenceCluster",
-    "InferenceGateway",
-    "ModelDeployment",
-    "ModelEndpoint",
-    "ModelService",
-    "ModelRoute",
-]
+XR_KINDS = KIND_ORDER  # the offline walk's list of the XR kinds, in dependency order
 OBJECT = ("kubernetes.m.crossplane.io/v1alpha1", "Object")
 REMOTE_IDENTITY = "fleetgate-provider-kubernetes"
 
