@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import crds
+from e2e import crds, render
 from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
@@ -108,6 +108,28 @@ def test_release_values(installed: list[Any], key: str, path: tuple[str, ...], w
     for part in path:
         value = value[part]
     assert value == want
+
+
+# Kinds Envoy Gateway v1.8.3 refuses unless its configuration enables them
+# (extensionApis; the chart enables none, charts/gateway-helm/values.tmpl.yaml:139).
+GATED_KINDS = [
+    # kind, flag: where Envoy Gateway refuses it when the flag is off
+    # internal/gatewayapi/envoypatchpolicy.go:93-107 (Accepted=False, reason Disabled)
+    ("EnvoyPatchPolicy", "enableEnvoyPatchPolicy"),
+    # internal/gatewayapi/backend.go:25-28 (Accepted=False)
+    ("Backend", "enableBackend"),
+]
+
+
+@pytest.mark.parametrize(("kind", "flag"), GATED_KINDS, ids=[k for k, _ in GATED_KINDS])
+def test_envoy_gateway_is_configured_for_every_gated_kind_fleetgate_composes(
+    installed: list[Any], kind: str, flag: str
+) -> None:
+    composing = [e.name for e in render.discover() if kind in e.expect.get("composed", [])]
+    assert composing, f"no example composes a {kind}: drop it from GATED_KINDS"
+    values = installed[-1].desired[stack.release_key("envoy-gateway")]["spec"]["forProvider"]
+    apis = values["values"]["config"]["envoyGateway"]["extensionApis"]
+    assert apis.get(flag) is True, f"{composing[0]} composes a {kind}, refused without {flag}"
 
 
 ORDER = [

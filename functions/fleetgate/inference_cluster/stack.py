@@ -165,6 +165,15 @@ CHARTS: Final[tuple[Chart, ...]] = (
         values={
             "config": {
                 "envoyGateway": {
+                    # The chart enables no extension API (charts/gateway-helm/
+                    # values.tmpl.yaml:139, v1.8.3). Without enableBackend every
+                    # Backend is refused (internal/gatewayapi/backend.go:25-28).
+                    # Without enableEnvoyPatchPolicy Envoy Gateway does not watch
+                    # EnvoyPatchPolicies (internal/provider/kubernetes/
+                    # controller.go:2645) and refuses each with reason Disabled
+                    # (internal/gatewayapi/envoypatchpolicy.go:93-107, the flag
+                    # read at internal/gatewayapi/runner/runner.go:268), so the
+                    # patch making a ModelRoute's priority tiers strict is lost.
                     "extensionApis": {"enableBackend": True, "enableEnvoyPatchPolicy": True},
                     "extensionManager": {
                         "hooks": {
