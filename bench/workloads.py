@@ -158,9 +158,14 @@ def service(entries: int, per_entry: int, gateways: int) -> Workload:
             else:
                 endpoints.append(third_party_endpoint(name, labels, credential=f"{name}-key"))
                 secrets.append(secret(f"{name}-key", NAMESPACE, {"apiKey": f"sk-{name}"}))
+    # Every gateway reaches every cluster over mutual TLS, as in a settled fleet.
+    reaches = [cluster_name(i) for i in range(clusters)]
     pool = Pool().add(
         *(published_cluster(i) for i in range(clusters)),
-        *(published_gateway(i, cluster=cluster_name(i % clusters)) for i in range(gateways)),
+        *(
+            published_gateway(i, cluster=cluster_name(i % clusters), reaches=reaches)
+            for i in range(gateways)
+        ),
         *endpoints,
         *secrets,
     )

@@ -110,22 +110,31 @@ def published_cluster(index: int, *, gpus: int = 64, providers: tuple[str, ...] 
     )
 
 
-def published_gateway(index: int, *, cluster: str, spec: Obj | None = None) -> Obj:
-    """An InferenceGateway serving, with its client CA and endpoints published."""
+def published_gateway(
+    index: int, *, cluster: str, spec: Obj | None = None, reaches: list[str] | None = None
+) -> Obj:
+    """An InferenceGateway serving, with its client CA and endpoints published.
+
+    ``reaches``: the clusters it reaches over mutual TLS (``status.reachableClusters``),
+    which a ModelService needs before it routes a fleet-hosted endpoint through it.
+    """
     name = gateway_name(index)
     hostname = f"{name}.fleet.example.com"
+    status: Obj = {
+        "address": f"198.51.100.{index % 250 + 1}",
+        "clientCACertificate": _pem(f"Fleetgate gateway client CA {name}"),
+        "endpoints": {
+            "openAI": f"http://{hostname}/v1",
+            "anthropic": f"http://{hostname}/anthropic/v1",
+        },
+    }
+    if reaches is not None:
+        status["reachableClusters"] = sorted(reaches)
     return published(
         "InferenceGateway",
         {"name": name, "creationTimestamp": CREATED},
         {"clusterName": cluster, "hostname": hostname, **(spec or {})},
-        {
-            "address": f"198.51.100.{index % 250 + 1}",
-            "clientCACertificate": _pem(f"Fleetgate gateway client CA {name}"),
-            "endpoints": {
-                "openAI": f"http://{hostname}/v1",
-                "anthropic": f"http://{hostname}/anthropic/v1",
-            },
-        },
+        status,
         ("GatewayReady", "GatewayProgrammed"),
     )
 
