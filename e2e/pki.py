@@ -47,7 +47,12 @@ def _name(cn: str, organization: str = "") -> x509.Name:
     return x509.Name(attributes)
 
 
-def ca(common_name: str) -> KeyPair:
+def ca(common_name: str, valid_for: datetime.timedelta = _DAY) -> KeyPair:
+    """A self-signed CA, valid from a day ago for ``valid_for`` from now.
+
+    A day suits a test run; material kept in a file (an example's published
+    CA) needs years, or it expires under the tests (``e2e.example_cas``).
+    """
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -57,7 +62,7 @@ def ca(common_name: str) -> KeyPair:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _DAY)
-        .not_valid_after(now + _DAY)
+        .not_valid_after(now + valid_for)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(

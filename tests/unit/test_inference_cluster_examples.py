@@ -1,12 +1,17 @@
 """The walk examples stay true: each folder observes what the previous pass composed."""
 
+import datetime
 import itertools
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
+from e2e import example_cas
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
 
@@ -45,3 +50,54 @@ def test_each_pass_observes_what_the_previous_one_composed(before: Path, after: 
         want = out.desired[name]
         assert obj["spec"] == want["spec"], name
         assert obj["status"]["conditions"][0]["type"] == "Ready"
+
+
+def _certificates(folder: Path) -> dict[Path, list[x509.Certificate]]:
+    found = {}
+    for path in sorted(folder.rglob("*.yaml")):
+        pems = example_cas.pems(list(yaml.safe_load_all(path.read_text())))
+        found[path] = [x509.load_pem_x509_certificate(p.encode()) for p in pems]
+    return found
+
+
+def test_the_published_cas_outlive_the_tests() -> None:
+    """A CA kept in an example must not expire under the tests (Envoy Gateway refuses it)."""
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=365)
+    certs = _certificates(EXAMPLES)
+    assert sum(map(len, certs.values())) > 0
+    expiring = [
+        f"{path.relative_to(EXAMPLES)}: {c.subject.rfc4514_string()} ({c.not_valid_after_utc})"
+        for path, found in certs.items()
+        for c in found
+        if c.not_valid_after_utc < soon
+    ]
+    assert expiring == [], "reissue them: python -m e2e.example_cas examples/inference-cluster"
+
+
+def test_reissued_cas_replace_the_old_ones_everywhere(tmp_path: Path) -> None:
+    copy = tmp_path / "examples"
+    shutil.copytree(EXAMPLES / "walk-8-gateway", copy / "walk-8-gateway")
+    shutil.copytree(EXAMPLES / "walk-9-schedulable", copy / "walk-9-schedulable")
+    before = _certificates(copy)
+    century = datetime.timedelta(days=36500)
+    written = example_cas.renew(sorted(copy.rglob("*.yaml")), within=century, valid_for=century)
+    after = _certificates(copy)
+    assert set(written) == {p for p, found in before.items() if found}
+    old_to_new = {
+        old.fingerprint(hashes.SHA256()): new.fingerprint(hashes.SHA256())
+        for path in before
+        for old, new in zip(before[path], after[path], strict=True)
+    }
+    assert len(old_to_new) == 2  # the cluster's CA and gateway public's, each one new CA
+    assert len(set(old_to_new.values())) == 2
+    assert not set(old_to_new) & set(old_to_new.values())
+    for path, found in after.items():
+        for old, new in zip(before[path], found, strict=True):
+            assert new.subject == old.subject
+            assert new.not_valid_after_utc > old.not_valid_after_utc + century / 2
+    # The walk still holds: what pass 8 composed is what pass 9 observes.
+    xr, required, observed = load(copy / "walk-8-gateway")
+    out = run(compose, request(xr, required=required, observed=observed))
+    _, _, next_observed = load(copy / "walk-9-schedulable")
+    for name, obj in next_observed.items():
+        assert obj["spec"] == out.desired[name]["spec"], name
