@@ -5,10 +5,12 @@ from typing import Any
 
 import pytest
 
+from fleetgate.core import readiness
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname
 from fleetgate.inference_cluster import builders
 from fleetgate.inference_cluster.composer import compose
 from tests.support import Outcome, request, run
+from tests.unit.test_core_readiness import evaluate
 from tests.unit.test_inference_cluster_support import (
     ADDRESS,
     CLUSTER,
@@ -354,6 +356,32 @@ def test_client_validation_policy_targets_the_https_listener() -> None:
         "caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": builders.CLIENT_CAS}],
     }
     assert remote(out, "client-cas")["metadata"]["name"] == builders.CLIENT_CAS
+
+
+def _ancestor(status: str, reason: str) -> dict[str, Any]:
+    condition = {"type": "Accepted", "status": status, "reason": reason, "message": "m"}
+    return {"ancestors": [{"ancestorRef": {"name": CLUSTER_GATEWAY}, "conditions": [condition]}]}
+
+
+@pytest.mark.parametrize(
+    ("status", "ready"),
+    [
+        pytest.param(_ancestor("True", "Accepted"), True, id="accepted"),
+        # e.g. a CA ConfigMap Envoy Gateway cannot use (an expired certificate)
+        pytest.param(_ancestor("False", "Invalid"), False, id="refused"),
+        pytest.param({"ancestors": []}, False, id="no-ancestor-yet"),
+        pytest.param(None, False, id="no-status"),
+    ],
+)
+def test_client_validation_is_ready_once_envoy_gateway_accepts_it(
+    status: dict[str, Any] | None, ready: bool
+) -> None:
+    out = final(cluster_xr(), gateways("public"), remote=cluster_side())
+    obj = out.desired["client-validation"]
+    assert obj["spec"]["readiness"] == readiness.for_manifest(remote(out, "client-validation"))
+    manifest = remote(out, "client-validation")
+    observed = {**manifest, "status": status} if status is not None else manifest
+    assert evaluate(obj["spec"]["readiness"]["celQuery"], observed) is ready
 
 
 def test_last_gateway_gone_withdraws_the_listener_before_its_client_validation() -> None:

@@ -33,10 +33,6 @@ PEM_MAX: Final = 32768  # the XRDs' bound on a published CA certificate
 NAMESPACE_READY: Final = (
     "has(object.status) && has(object.status.phase) && object.status.phase == 'Active'"
 )
-POLICY_ACCEPTED: Final = (
-    "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, "
-    "has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
-)
 # Never delete: the namespace holds objects other XRs own, and a namespace the
 # platform team made before registering the cluster is not ours to remove.
 # The same holds for CRDs: deleting one deletes every object of its kind.
@@ -237,7 +233,10 @@ def client_cas(site: Site, bundle: str) -> Manifest:
 
 
 def client_validation(site: Site) -> Manifest:
-    """ClientTrafficPolicy: the https listener requires a client certificate from a fleet CA."""
+    """ClientTrafficPolicy: the https listener requires a client certificate from a fleet CA.
+
+    Ready once an ancestor reports it Accepted (``core.readiness``, by kind).
+    """
     return site.remote(
         {
             "apiVersion": "gateway.envoyproxy.io/v1alpha1",
@@ -264,7 +263,6 @@ def client_validation(site: Site) -> Manifest:
                 },
             },
         },
-        readiness_query=POLICY_ACCEPTED,
     )
 
 
