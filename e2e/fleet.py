@@ -166,6 +166,8 @@ class World:
                     }
                 ]
             }
+        elif kind == "EnvoyPatchPolicy":
+            status = {"ancestors": [_patch_applied(remote)]}
         elif kind == "Deployment":
             replicas = (remote.get("spec") or {}).get("replicas", 1)
             status = {
@@ -183,6 +185,34 @@ class World:
         if status is not None:
             remote["status"] = status
         return remote
+
+
+def _patch_applied(policy: Obj) -> Obj:
+    """What Envoy Gateway v1.8.3 reports for an EnvoyPatchPolicy it accepted and applied.
+
+    The target Gateway is the ancestor (internal/gatewayapi/envoypatchpolicy.go:
+    67-74, helpers.go:637-645), Accepted once enabled and valid (envoypatchpolicy.go:
+    143, status/policy.go:68-83), then Programmed once the patches applied to the
+    xDS (internal/xds/translator/jsonpatch.go:169, status/envoypatchpolicy.go:18-35).
+    """
+    target = (policy.get("spec") or {}).get("targetRef") or {}
+    return {
+        "ancestorRef": {
+            "group": "gateway.networking.k8s.io",
+            "kind": "Gateway",
+            "namespace": (policy.get("metadata") or {}).get("namespace", ""),
+            "name": target.get("name", ""),
+        },
+        "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+        "conditions": [
+            {**_cond("Accepted"), "reason": "Accepted", "message": "Policy has been accepted."},
+            {
+                **_cond("Programmed"),
+                "reason": "Programmed",
+                "message": "Patches have been successfully applied.",
+            },
+        ],
+    }
 
 
 def _cond(type_: str, status: str = "True") -> Obj:

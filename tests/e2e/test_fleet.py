@@ -38,6 +38,15 @@ def test_routing_table_names_both_gateways_and_every_tier(fleet: Fleet) -> None:
     assert "https://api.openai.com:443/v1  model=gpt-4o-mini" in table
 
 
+def test_every_model_route_has_strict_tiers(fleet: Fleet) -> None:
+    """The walk's Envoy Gateway accepts and applies each route's EnvoyPatchPolicy."""
+    routes = {k: xr for k, xr in fleet.xrs.items() if k[0] == "ModelRoute"}
+    assert routes
+    for key, xr in routes.items():
+        conditions = {c["type"]: c for c in xr.get("status", {}).get("conditions", [])}
+        assert conditions.get("StrictTiers", {}).get("status") == "True", (key, conditions)
+
+
 FACTS = {**fleetcheck.FACTS, **fleetcheck.SCHEMAS}
 
 
