@@ -33,7 +33,6 @@ from crossplane.function import cli as sdkcli
 from crossplane.function import logging, response
 from crossplane.function import runtime as sdkruntime
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
-from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
@@ -137,19 +136,13 @@ def _describe(req: fnv1.RunFunctionRequest) -> dict[str, str]:
     }
 
 
-class FunctionRunner(grpcv1.FunctionRunnerServiceServicer):
-    """Serves one composer over Crossplane's FunctionRunnerService."""
+class FunctionRunner:
+    """Serves one composer over Crossplane's FunctionRunnerService (``handlers``)."""
 
     def __init__(self, compose: Composer, *, max_response_bytes: int | None = None) -> None:
         self._compose = compose
         self._max_bytes = max_response_bytes
         self._pool = ThreadPoolExecutor(COMPOSE_THREADS, thread_name_prefix="compose")
-
-    async def RunFunction(  # noqa: N802 - the gRPC method name
-        self, req: fnv1.RunFunctionRequest, _: grpc.aio.ServicerContext
-    ) -> fnv1.RunFunctionResponse:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, run_composer, self._compose, req)
 
     async def run_encoded(self, data: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """One call on the wire: bytes in, deterministic bytes out."""
