@@ -1,12 +1,11 @@
 """The provider-kubernetes Object wrapper: how anything lands on a workload cluster."""
 
-from typing import Any, Literal
+from typing import Any
 
 from fleetgate.core import readiness
 from fleetgate.core.constants import OBJECT_API_VERSION
 
 Manifest = dict[str, Any]
-ManagementPolicy = Literal["Observe", "Create", "Update", "Delete", "LateInitialize", "*"]
 
 
 def remote_object(
