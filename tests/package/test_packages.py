@@ -157,15 +157,20 @@ def test_compositions_name_the_functions_crossplane_installs(built: dict[str, An
 @pytest.mark.parametrize(
     ("reference", "name"),
     [
-        ("xpkg.crossplane.io/fleetgate/compose-model-endpoint", "fleetgate-compose-model-endpoint"),
-        (
+        pytest.param(
+            "xpkg.crossplane.io/fleetgate/compose-model-endpoint",
+            "fleetgate-compose-model-endpoint",
+            id="function",
+        ),
+        pytest.param(
             "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes",
             "crossplane-contrib-provider-kubernetes",
+            id="provider",
         ),
-        ("ghcr.io/Acme.Corp/fn_x", "cme-orp-fnx"),  # upper case and '_' are dropped
-        ("registry.example/" + "a" * 70, "a" * 63),
+        # upper case and '_' are dropped
+        pytest.param("ghcr.io/Acme.Corp/fn_x", "cme-orp-fnx", id="sanitised"),
+        pytest.param("registry.example/" + "a" * 70, "a" * 63, id="bounded"),
     ],
-    ids=["function", "provider", "sanitised", "bounded"],
 )
 def test_package_object_name(reference: str, name: str) -> None:
     assert build.package_object_name(reference) == name
@@ -453,9 +458,9 @@ def test_rbac_covers_every_required_kind_read_only() -> None:
 @pytest.mark.parametrize(
     ("username", "allowed"),
     [
-        ("system:serviceaccount:crossplane-system:crossplane", True),
-        ("system:serviceaccount:team-a:default", False),
-        ("alice@example.com", False),
+        pytest.param("system:serviceaccount:crossplane-system:crossplane", True, id="crossplane"),
+        pytest.param("system:serviceaccount:team-a:default", False, id="a team's account"),
+        pytest.param("alice@example.com", False, id="a person"),
     ],
 )
 def test_only_crossplane_writes_modelroutes(username: str, allowed: bool) -> None:
@@ -486,20 +491,3 @@ def test_dockerfile_builds_the_same_image() -> None:
     pins = re.findall(r"installer==[\d.]+", (REPO / "pyproject.toml").read_text())
     assert pins
     assert all(pin in text for pin in pins), "the same installer as make packages"
-
-
-def test_nix_images_share_the_contract_and_the_lock() -> None:
-    flake = (REPO / "flake.nix").read_text()
-    assert "packages = " in flake
-    assert "./nix/image.nix" in flake
-    nix = (REPO / "nix" / "image.nix").read_text()
-    for needle in (
-        "../package/image.json",
-        "../package/python.lock.json",
-        "contract.functions",
-        'Entrypoint = [ "${contract.bin}/${function}" ]',
-        "User = contract.user",
-        "contract.env",
-        "contract.port",
-    ):
-        assert needle in nix

@@ -22,9 +22,3 @@ def test_nix_file_parses(path: Path) -> None:
         [parser, "--parse", str(path)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-
-
-def test_flake_exposes_the_two_commands() -> None:
-    flake = (REPO / "flake.nix").read_text()
-    for needle in ('target = "render"', 'target = "test"', "devShells", "checks"):
-        assert needle in flake
