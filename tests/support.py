@@ -3,12 +3,16 @@
 import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.runner import Composer, run_composer
+
+APIS = Path(__file__).resolve().parent.parent / "apis"
 
 STATUS_NAMES = {
     fnv1.STATUS_CONDITION_TRUE: "True",
@@ -111,3 +115,11 @@ def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dic
         yield from walk_schema(node["items"], f"{path}[]")
     if isinstance(node.get("additionalProperties"), dict):
         yield from walk_schema(node["additionalProperties"], f"{path}{{}}")
+
+
+def xrd_field(plural: str, path: str) -> dict[str, Any]:
+    """The schema of one field of an XRD (``apis/<plural>/definition.yaml``), by its
+    ``walk_schema`` path: what the API allows, for tests that go up to its limits."""
+    xrd = yaml.safe_load((APIS / plural / "definition.yaml").read_text())
+    schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return dict(walk_schema(schema))[path]

@@ -15,7 +15,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from fleetgate.core.names import fleet_gateway
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.plan import model_route_name, route_key
-from tests.support import Outcome, request, run, secret
+from tests.support import Outcome, request, run, secret, xrd_field
 from tests.unit.test_model_service_support import (
     API,
     API_KEY_VALUE,
@@ -136,10 +136,9 @@ def test_the_plan_is_what_the_model_route_composes() -> None:
 
 # --- variations on endpoints ---------------------------------------------------------
 
-SHAPES: list[tuple[str, dict[str, Any], Required, list[tuple[str, int, int]]]] = [
-    # name, service, required, backendRefs (endpoint, weight, priority level)
-    (
-        "90 over three and 10 over one",
+SHAPES = [
+    # service, required, backendRefs (endpoint, weight, priority level)
+    pytest.param(
         service(entry(90, track="stable"), entry(10, track="canary")),
         fleet(
             [
@@ -150,15 +149,15 @@ SHAPES: list[tuple[str, dict[str, Any], Required, list[tuple[str, int, int]]]] =
             [hosted("d", "us-1", labels={"track": "canary"})],
         ),
         [("a", 3, 0), ("b", 3, 0), ("c", 3, 0), ("d", 1, 0)],
+        id="90 over three and 10 over one",
     ),
-    (
-        "weight 1 over five",
+    pytest.param(
         service(entry(1, app="qwen")),
         fleet([hosted(f"e{i}", "eu-1", labels={"app": "qwen"}) for i in range(5)]),
         [(f"e{i}", 1, 0) for i in range(5)],
+        id="weight 1 over five",
     ),
-    (
-        "endpoint matched twice belongs to the first entry",
+    pytest.param(
         service(entry(90, track="stable"), entry(10, app="qwen")),
         fleet(
             [hosted("a", "eu-1", labels={"track": "stable", "app": "qwen"})],
@@ -168,9 +167,9 @@ SHAPES: list[tuple[str, dict[str, Any], Required, list[tuple[str, int, int]]]] =
             ],
         ),
         [("a", 9, 0), ("b", 1, 0)],
+        id="endpoint matched twice belongs to the first entry",
     ),
-    (
-        "priorities renumbered without gaps",
+    pytest.param(
         service(entry(1, 5, tier="a"), entry(1, 9, tier="b"), entry(1, 63, tier="c")),
         fleet(
             [hosted("a", "eu-1", labels={"tier": "a"})],
@@ -178,9 +177,9 @@ SHAPES: list[tuple[str, dict[str, Any], Required, list[tuple[str, int, int]]]] =
             [hosted("c", "eu-1", labels={"tier": "c"})],
         ),
         [("a", 1, 0), ("b", 1, 1), ("c", 1, 2)],
+        id="priorities renumbered without gaps",
     ),
-    (
-        "a tier with no ready endpoint leaves no gap",
+    pytest.param(
         service(entry(1, 0, tier="a"), entry(1, 1, tier="b"), entry(1, 2, tier="c")),
         fleet(
             [hosted("a", "eu-1", labels={"tier": "a"}, ready="False")],
@@ -188,43 +187,41 @@ SHAPES: list[tuple[str, dict[str, Any], Required, list[tuple[str, int, int]]]] =
             [third_party("openai", labels={"tier": "c"})],
         ),
         [("b", 1, 0), ("openai", 1, 1)],
+        id="a tier with no ready endpoint leaves no gap",
     ),
-    (
-        "weights are relative within a tier only",
+    pytest.param(
         service(entry(1000, 0, tier="a"), entry(1, 1, tier="b")),
         fleet(
             [hosted("a", "eu-1", labels={"tier": "a"})],
             [hosted("b", "eu-1", labels={"tier": "b"})],
         ),
         [("a", 1, 0), ("b", 1, 1)],
+        id="weights are relative within a tier only",
     ),
-    (
-        "entry that matches nothing",
+    pytest.param(
         service(entry(90, track="none"), entry(10, track="canary")),
         fleet([], [hosted("d", "us-1", labels={"track": "canary"})]),
         [("d", 1, 0)],
+        id="entry that matches nothing",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("xr", "required", "expected"), [c[1:] for c in SHAPES], ids=[c[0] for c in SHAPES]
-)
+@pytest.mark.parametrize(("xr", "required", "expected"), SHAPES)
 def test_route_shape(xr: dict[str, Any], required: Required, expected: list[Any]) -> None:
     out = run(compose, request(xr, required=required))
     assert out.fatal == []
     assert backend_refs(out) == expected
 
 
-BACKENDS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-    # name, the endpoint, what its backend in the plan says about how to reach it
-    (
-        "third party over plain HTTP, no model: the caller's name passes through",
+BACKENDS = [
+    # the endpoint, what its backend in the plan says about how to reach it
+    pytest.param(
         endpoint("plain", "http://vllm.models.svc:8000", labels={"app": "x"}),
         {"host": "vllm.models.svc", "port": 8000, "tls": "Off", "schema": "OpenAI"},
+        id="third party over plain HTTP, no model: the caller's name passes through",
     ),
-    (
-        "Anthropic with a credential under another key",
+    pytest.param(
         third_party(
             "anthropic",
             origin="https://API.Anthropic.com",
@@ -241,18 +238,17 @@ BACKENDS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
             "modelNameOverride": "claude-sonnet-4",
             "credential": {"name": "openai", "key": "apiKey"},
         },
+        id="Anthropic with a credential under another key",
     ),
-    (
-        "fleet-hosted: mutual TLS to its cluster",
+    pytest.param(
         hosted("q", "eu-1", labels={"app": "x"}),
         {"tls": "Mutual", "cluster": "eu-1", "port": 443},
+        id="fleet-hosted: mutual TLS to its cluster",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("ep", "expected"), [c[1:] for c in BACKENDS], ids=[c[0] for c in BACKENDS]
-)
+@pytest.mark.parametrize(("ep", "expected"), BACKENDS)
 def test_how_each_backend_is_reached(ep: dict[str, Any], expected: dict[str, Any]) -> None:
     out = run(compose, request(service(entry(app="x")), required=fleet([ep])))
     [backend] = plan(out)
@@ -272,7 +268,13 @@ def test_failover_timeouts_come_from_the_gateway() -> None:
     assert (gw["requestTimeout"], gw["streamIdleTimeout"]) == ("15m", "20s")
 
 
-@pytest.mark.parametrize(("tls", "section"), [(True, {"sectionName": "https"}), (False, {})])
+@pytest.mark.parametrize(
+    ("tls", "section"),
+    [
+        pytest.param(True, {"sectionName": "https"}, id="tls"),
+        pytest.param(False, {}, id="plain HTTP"),
+    ],
+)
 def test_with_tls_a_model_is_routed_on_the_https_listener_only(
     tls: bool, section: dict[str, str]
 ) -> None:
@@ -324,32 +326,36 @@ def test_an_anthropic_endpoint_stays_out_of_a_route_openai_traffic_takes() -> No
     assert any("OpenAI-dialect requests (/v1)" in w and "claude" in w for w in out.warnings)
 
 
-def test_a_route_holds_at_most_128_backends() -> None:
-    many = [hosted(f"e{i:03d}", "eu-1", labels={"app": "x"}) for i in range(130)]
+def test_a_route_holds_at_most_the_backends_a_model_route_allows() -> None:
+    cap = xrd_field("modelroutes", "spec.backends")["maxItems"]
+    many = [hosted(f"e{i:04d}", "eu-1", labels={"app": "x"}) for i in range(cap + 2)]
     out = run(compose, request(service(entry(app="x")), required=fleet(many)))
-    assert len(backend_refs(out)) == 128
-    assert {"e128", "e129"}.isdisjoint(routed(out))
-    assert sum("route holds at most 128" in w for w in out.warnings) == 2
-    assert out.composite["status"]["endpoints"] == {"total": 130, "ready": 128}
+    assert len(backend_refs(out)) == cap
+    assert {f"e{cap:04d}", f"e{cap + 1:04d}"}.isdisjoint(routed(out))
+    assert sum(f"route holds at most {cap}" in w for w in out.warnings) == 2
+    assert out.composite["status"]["endpoints"] == {"total": cap + 2, "ready": cap}
 
 
 # --- endpoints left out ------------------------------------------------------------
 
-LEFT_OUT: list[tuple[str, dict[str, Any], Required, str]] = [
-    # name, the left-out endpoint, extra required resources, warning fragment
-    ("not ready", hosted("x", "eu-1", ready="False"), {}, "EndpointReady is False"),
-    ("no EndpointReady yet", hosted("x", "eu-1", ready=None), {}, "no EndpointReady condition"),
-    ("IPv4 origin", endpoint("x", "https://10.0.0.7"), {}, "IP address"),
-    ("IPv6 origin", endpoint("x", "https://[fd00::7]:8443"), {}, "IPv6"),
-    ("origin with a path", endpoint("x", "https://api.example.com/v1"), {}, "origin refused"),
-    (
-        "fleet-hosted over http",
+LEFT_OUT = [
+    # the left-out endpoint, extra required resources, warning fragment
+    pytest.param(hosted("x", "eu-1", ready="False"), {}, "EndpointReady is False", id="not ready"),
+    pytest.param(
+        hosted("x", "eu-1", ready=None), {}, "no EndpointReady condition", id="no EndpointReady yet"
+    ),
+    pytest.param(endpoint("x", "https://10.0.0.7"), {}, "IP address", id="IPv4 origin"),
+    pytest.param(endpoint("x", "https://[fd00::7]:8443"), {}, "IPv6", id="IPv6 origin"),
+    pytest.param(
+        endpoint("x", "https://api.example.com/v1"), {}, "origin refused", id="origin with a path"
+    ),
+    pytest.param(
         endpoint("x", "http://eu-1.example", labels={"fleetgate.dev/cluster": "eu-1"}),
         {},
         "must use https",
+        id="fleet-hosted over http",
     ),
-    (
-        "cluster has not published its CA",
+    pytest.param(
         hosted("x", "eu-1"),
         {
             "clusters": [
@@ -359,31 +365,25 @@ LEFT_OUT: list[tuple[str, dict[str, Any], Required, str]] = [
             ]
         },
         "InferenceCluster eu-1 has not published its CA",
+        id="cluster has not published its CA",
     ),
-    (
-        "cluster unknown",
-        hosted("x", "gone"),
-        {},
-        "InferenceCluster gone not found",
-    ),
-    (
-        "credential Secret absent",
+    pytest.param(hosted("x", "gone"), {}, "InferenceCluster gone not found", id="cluster unknown"),
+    pytest.param(
         third_party("x"),
         {"credential-x": []},
         "Secret team-a/x does not exist",
+        id="credential Secret absent",
     ),
-    (
-        "credential key absent",
+    pytest.param(
         third_party("x", credentialRef={"name": "x", "key": "token"}),
         {"credential-x": [secret("x", NS, {"apiKey": API_KEY_VALUE})]},
         "Secret team-a/x has no key 'token'",
+        id="credential key absent",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("left", "extra", "fragment"), [c[1:] for c in LEFT_OUT], ids=[c[0] for c in LEFT_OUT]
-)
+@pytest.mark.parametrize(("left", "extra", "fragment"), LEFT_OUT)
 def test_unusable_endpoint_is_left_out_and_named(
     left: dict[str, Any], extra: Required, fragment: str
 ) -> None:
@@ -436,26 +436,25 @@ def test_nothing_selected() -> None:
 
 # --- gateways ------------------------------------------------------------------------
 
-GATEWAYS: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], set[str], str, str]] = [
-    # name, gateways, clusters, gateways routing, reason, message fragment
-    (
-        "no selector serves every service",
+GATEWAYS = [
+    # gateways, clusters, gateways routing, reason, message fragment
+    pytest.param(
         [gateway("public")],
         [cluster("edge", provider_config="pc-edge")],
         {"public"},
         "WaitingForRoutes",
         "public (ModelRoute not created yet)",
+        id="no selector serves every service",
     ),
-    (
-        "selector matches the service's labels",
+    pytest.param(
         [gateway("public", selector={"exposure": "public"})],
         [cluster("edge", provider_config="pc-edge")],
         {"public"},
         "WaitingForRoutes",
         "public",
+        id="selector matches the service's labels",
     ),
-    (
-        "two gateways with different selectors both serve",
+    pytest.param(
         [
             gateway("public", selector={"exposure": "public"}),
             gateway("internal", "core", selector={"team": "research"}),
@@ -464,62 +463,55 @@ GATEWAYS: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], set[str], 
         {"public", "internal"},
         "WaitingForRoutes",
         "internal (ModelRoute not created yet); public (ModelRoute not created yet)",
+        id="two gateways with different selectors both serve",
     ),
-    (
-        "selector not matching: not served, not pending",
+    pytest.param(
         [gateway("public"), gateway("partner", selector={"exposure": "partner"})],
         [cluster("edge", provider_config="pc-edge")],
         {"public"},
         "WaitingForRoutes",
         "pending on public (",
+        id="selector not matching: not served, not pending",
     ),
-    (
-        "no gateway selects the service",
+    pytest.param(
         [gateway("partner", selector={"exposure": "partner"})],
         [cluster("edge", provider_config="pc-edge")],
         set(),
         "NoGatewaySelectsService",
         "none of the 1 InferenceGateways selects this service",
+        id="no gateway selects the service",
     ),
-    (
-        "no gateway at all",
-        [],
-        [],
-        set(),
-        "NoGatewaySelectsService",
-        "none of the 0",
-    ),
-    (
-        "gateway without a client CA is pending, not skipped",
+    pytest.param([], [], set(), "NoGatewaySelectsService", "none of the 0", id="no gateway at all"),
+    pytest.param(
         [gateway("public"), gateway("internal", client_ca=None)],
         [cluster("edge", provider_config="pc-edge")],
         {"public"},
         "WaitingForGateways",
         "internal (its client CA is not published yet)",
+        id="gateway without a client CA is pending, not skipped",
     ),
-    (
-        "gateway whose cluster has no ProviderConfig",
+    pytest.param(
         [gateway("public", "fresh")],
         [cluster("fresh")],
         set(),
         "WaitingForGateways",
         "public (its InferenceCluster fresh has no ProviderConfig)",
+        id="gateway whose cluster has no ProviderConfig",
     ),
-    (
-        "gateway whose cluster does not exist",
+    pytest.param(
         [gateway("public", "missing")],
         [],
         set(),
         "WaitingForGateways",
         "public (its InferenceCluster missing not found)",
+        id="gateway whose cluster does not exist",
     ),
 ]
 
 
 @pytest.mark.parametrize(
     ("gateways", "clusters", "serving", "reason", "fragment"),
-    [c[1:] for c in GATEWAYS],
-    ids=[c[0] for c in GATEWAYS],
+    GATEWAYS,
 )
 def test_gateways(
     gateways: list[dict[str, Any]],
@@ -768,55 +760,69 @@ def test_same_inputs_same_output_whatever_the_order() -> None:
 
 # --- bad input -------------------------------------------------------------------------
 
-MALFORMED: list[tuple[str, dict[str, Any], Required | None, str]] = [
-    ("spec missing", {**service(), "spec": None}, None, "spec"),
-    ("no entries", service(), None, "spec.endpoints"),
-    ("weight 0", service(entry(0, app="x")), None, "spec.endpoints[0].weight"),
-    ("priority 64", service(entry(1, 64, app="x")), None, "spec.endpoints[0].priority"),
-    ("33 entries", service(*[entry(app=str(i)) for i in range(33)]), None, "spec.endpoints"),
-    ("selector wrong type", service({"selector": "app=x"}), None, "spec.endpoints[0].selector"),
-    (
-        "selector key not a label key",
+# The function refuses what the API server would: one past the XRD's bounds.
+PRIORITY_MAX = xrd_field("modelservices", "spec.endpoints[].priority")["maximum"]
+ENTRIES_MAX = xrd_field("modelservices", "spec.endpoints")["maxItems"]
+
+MALFORMED = [
+    pytest.param({**service(), "spec": None}, None, "spec", id="spec missing"),
+    pytest.param(service(), None, "spec.endpoints", id="no entries"),
+    pytest.param(service(entry(0, app="x")), None, "spec.endpoints[0].weight", id="weight 0"),
+    pytest.param(
+        service(entry(1, PRIORITY_MAX + 1, app="x")),
+        None,
+        "spec.endpoints[0].priority",
+        id="priority over the XRD's maximum",
+    ),
+    pytest.param(
+        service(*[entry(app=str(i)) for i in range(ENTRIES_MAX + 1)]),
+        None,
+        "spec.endpoints",
+        id="more entries than the XRD allows",
+    ),
+    pytest.param(
+        service({"selector": "app=x"}), None, "spec.endpoints[0].selector", id="selector wrong type"
+    ),
+    pytest.param(
         service({"selector": {"matchLabels": {"my app": "x"}}}),
         None,
         "spec.endpoints[0].selector.matchLabels.my app (the key)",
+        id="selector key not a label key",
     ),
-    (
-        "namespace missing",
+    pytest.param(
         {**service(entry(app="x")), "metadata": {"name": "chat"}},
         None,
         "metadata.namespace",
+        id="namespace missing",
     ),
-    (
-        "gateway without clusterName",
+    pytest.param(
         service(entry(app="x")),
         fleet([], gateways=[{"metadata": {"name": "broken"}, "spec": {}}]),
         "InferenceGateway broken",
+        id="gateway without clusterName",
     ),
-    (
-        "the serving gateway's cluster with a malformed ProviderConfig reference",
+    pytest.param(
         service(entry(app="x")),
         fleet([], clusters=[{**cluster("edge"), "status": {"providerConfigRef": "pc-edge"}}]),
         "InferenceCluster edge",
+        id="the serving gateway's cluster with a malformed ProviderConfig reference",
     ),
-    (
-        "endpoint without origin",
+    pytest.param(
         service(entry(app="x")),
         fleet([{"metadata": {"name": "broken", "namespace": NS}, "spec": {}}]),
         "ModelEndpoint broken",
+        id="endpoint without origin",
     ),
-    (
-        "endpoint with unicode, huge model name",
+    pytest.param(
         service(entry(app="x")),
         fleet([endpoint("ü", "https://api.example.com", model="m" * 100_000)]),
         "spec.model",
+        id="endpoint with unicode, huge model name",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("xr", "required", "field"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED]
-)
+@pytest.mark.parametrize(("xr", "required", "field"), MALFORMED)
 def test_bad_input_is_a_fatal_result_naming_the_field(
     xr: dict[str, Any], required: Required | None, field: str
 ) -> None:
