@@ -30,7 +30,11 @@ ProviderRevision
     which is what Crossplane's RBAC manager reads to bind the provider's
     ClusterRole (internal/controller/rbac/provider/binding/reconciler.go);
   - the provider's binary, authenticated as that ServiceAccount, with the
-    arguments of the revision's DeploymentRuntimeConfig;
+    arguments of its Provider's DeploymentRuntimeConfig: the Provider's, not
+    the revision's, because Crossplane copies ``runtimeConfigRef`` onto the
+    revision only when it runs Deployments itself (crossplane v2.2.0
+    internal/controller/pkg/manager/reconciler.go:182-184, 446-448), so under
+    ``PACKAGE_RUNTIME=External`` every revision names ``default``;
   - ``status.tlsServerSecretName``, ``status.tlsClientSecretName`` and
     ``RuntimeHealthy=True``.
 """
@@ -255,7 +259,10 @@ class PackageRuntime:
         )
 
     def _runtime_args(self, rev: Obj) -> list[str]:
-        ref = (rev.get("spec") or {}).get("runtimeConfigRef") or {}
+        """The ``package-runtime`` container's args in the revision's Provider's runtime config."""
+        parent = (rev["metadata"].get("labels") or {}).get("pkg.crossplane.io/package", "")
+        provider = self.cp.admin.get(PKG, "Provider", parent) or {}
+        ref = (provider.get("spec") or {}).get("runtimeConfigRef") or {}
         config = self.cp.admin.get(
             "pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", ref.get("name", "default")
         )
