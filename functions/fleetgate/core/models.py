@@ -1,7 +1,9 @@
 """Typed models of the Fleetgate XRs, validated at the function's edge.
 
 The five XRs of api.md, and ModelRoute: the internal XR compose-model-service
-composes per serving gateway (one gateway's resolved route).
+composes per serving gateway (one gateway's resolved route). What they share
+is here; each kind's own models are in ``fleetgate.core.kinds`` and are
+imported through this module (see ``_KINDS`` at the end).
 
 The XRDs already enforce most of this in the API server; the models repeat
 the shape so that a function never trusts a dict, and so that an XR written
@@ -14,10 +16,11 @@ snake_case. Unknown fields are ignored (Crossplane adds its own under
 """
 
 import functools
+import importlib
 import re
 import types
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -25,11 +28,75 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 from fleetgate.core.errors import InputError, describe
+
+if TYPE_CHECKING:
+    from fleetgate.core.kinds.cluster import (
+        Capacity,
+        ClusterCredentials,
+        ClusterGatewaySpec,
+        ClusterGatewayStatus,
+        ClusterPlacement,
+        InferenceCluster,
+        InferenceClusterSpec,
+        InferenceClusterStatus,
+        KaitoSpec,
+        KubeconfigRef,
+        PlacementMetadata,
+        ProviderConfigRef,
+        StackSpec,
+    )
+    from fleetgate.core.kinds.deployment import (
+        DeploymentPlacement,
+        EndpointTemplate,
+        EngineSpec,
+        EnvVar,
+        GPURequest,
+        ModelDeployment,
+        ModelDeploymentSpec,
+        ModelRef,
+        ProviderSpec,
+        ResourceRequest,
+        TemplateMetadata,
+    )
+    from fleetgate.core.kinds.endpoint import (
+        CredentialRef,
+        EndpointAPI,
+        ModelEndpoint,
+        ModelEndpointSpec,
+    )
+    from fleetgate.core.kinds.gateway import (
+        BufferLimit,
+        Failover,
+        GatewayAuth,
+        GatewayEndpoints,
+        GatewayTLS,
+        InferenceGateway,
+        InferenceGatewaySpec,
+        InferenceGatewayStatus,
+        Limits,
+        ObjectRef,
+        OutlierDetection,
+        RetryOn,
+    )
+    from fleetgate.core.kinds.route import (
+        ROUTE_BACKENDS_MAX,
+        BackendTLS,
+        DNSLabel,
+        Hostname,
+        ModelRoute,
+        ModelRouteSpec,
+        RouteBackend,
+        RouteGateway,
+    )
+    from fleetgate.core.kinds.service import (
+        ModelService,
+        ModelServiceSpec,
+        ServiceEndpointEntry,
+    )
 
 NAME_MAX = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
@@ -97,17 +164,9 @@ class Condition(Model):
     message: str = ""
 
 
-# --- ModelEndpoint ---------------------------------------------------------
-
-
 # A ModelDeployment publishes ``<namespace>/<name>`` as the model and
 # ``/<namespace>/<name>/v1`` as the prefix: up to 317 and 320 characters.
 LONG_NAME_MAX = 512
-
-
-class EndpointAPI(Model):
-    schema_: Literal["OpenAI", "Anthropic"] = Field("OpenAI", alias="schema")
-    prefix: Annotated[str, Field(max_length=LONG_NAME_MAX)] = "/v1"
 
 
 class SecretKeyRef(Model):
@@ -115,364 +174,14 @@ class SecretKeyRef(Model):
     key: Annotated[str, Field(min_length=1, max_length=253)]
 
 
-class CredentialRef(SecretKeyRef):
-    key: Annotated[str, Field(min_length=1, max_length=253)] = "apiKey"
-
-
-class ModelEndpointSpec(Model):
-    origin: Annotated[str, Field(min_length=1, max_length=2048)]
-    api: EndpointAPI = Field(default_factory=EndpointAPI)
-    model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
-    credential_ref: CredentialRef | None = None
-
-
-# --- InferenceCluster ------------------------------------------------------
-
 ServingProvider = Literal["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]
-
-
-class KubeconfigRef(SecretKeyRef):
-    key: Annotated[str, Field(min_length=1, max_length=253)] = "kubeconfig"
-
-
-class ClusterCredentials(Model):
-    secret_ref: KubeconfigRef | None = None
-    provider_config_name: Name | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Self:
-        if (self.secret_ref is None) == (self.provider_config_name is None):
-            raise ValueError("set exactly one of secretRef or providerConfigName")
-        return self
-
-
-class PlacementMetadata(Model):
-    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
-
-
-class ClusterPlacement(Model):
-    metadata: PlacementMetadata = Field(default_factory=PlacementMetadata)
-
-
-class Capacity(Model):
-    gpus: Annotated[int, Field(ge=0)] = 0
-    gpu_type: str | None = None
-
-
-class ClusterGatewaySpec(Model):
-    class_name: Name = "envoy"
-
-
-class StackSpec(Model):
-    install: bool = False
-
-
-class KaitoSpec(Model):
-    """How KAITO runs on the cluster; read by compose-model-deployment for KAITO Workspaces."""
-
-    # KAITO v0.12.0's default (featureGates.disableNodeAutoProvisioning: false).
-    node_auto_provisioning: bool = True
-    instance_type: Name | None = None
-
-
-class InferenceClusterSpec(Model):
-    credentials: ClusterCredentials
-    placement: ClusterPlacement = Field(default_factory=ClusterPlacement)
-    capacity: Capacity = Field(default_factory=Capacity)
-    providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
-    gateway: ClusterGatewaySpec = Field(default_factory=ClusterGatewaySpec)
-    stack: StackSpec = Field(default_factory=StackSpec)
-    kaito: KaitoSpec = Field(default_factory=KaitoSpec)
-    schedulable: bool = True
-
-
-class ProviderConfigRef(Model):
-    name: str | None = None
-
-
-class ClusterGatewayStatus(Model):
-    address: str | None = None
-    ca_certificate: str | None = Field(None, alias="caCertificate")
-    hostname: str | None = None
-
-
-class InferenceClusterStatus(Model):
-    provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
-    gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
-    conditions: list[Condition] = []
-
-
-# --- InferenceGateway ------------------------------------------------------
-
-
-class ObjectRef(Model):
-    name: Name
-
-
-class GatewayTLS(Model):
-    certificate_refs: Annotated[list[ObjectRef], Field(min_length=1, max_length=8)]
-
-
-class GatewayAuth(Model):
-    secret_selector: LabelSelector
-
-
-class RetryOn(Model):
-    http_status_codes: Annotated[
-        list[Annotated[int, Field(ge=100, le=599)]], Field(max_length=16)
-    ] = [503]
-
-
-class OutlierDetection(Model):
-    consecutive5xx_errors: Annotated[int, Field(ge=1, le=1000)] = Field(
-        5, alias="consecutive5xxErrors"
-    )
-    base_ejection_time: Duration = "30s"
-
-
-class Failover(Model):
-    retries: Annotated[int, Field(ge=0, le=16)] = 3
-    retry_on: RetryOn = Field(default_factory=RetryOn)
-    request_timeout: Duration = "300s"
-    stream_idle_timeout: Duration = "60s"
-    outlier_detection: OutlierDetection = Field(default_factory=OutlierDetection)
-
-
-# Envoy Gateway's connection buffer (32 KiB by default) caps what AI Gateway,
-# which buffers whole bodies, can take or give: 1-1024 MiB, in Mi.
-BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]{0,2}|10[01][0-9]|102[0-4])Mi$")]
-
-
-class Limits(Model):
-    buffer_limit: BufferLimit = "50Mi"
-
-
-class InferenceGatewaySpec(Model):
-    cluster_name: Name
-    hostname: Annotated[str, Field(max_length=253)] | None = None
-    tls: GatewayTLS | None = None
-    auth: GatewayAuth | None = None
-    service_selector: LabelSelector | None = None
-    failover: Failover = Field(default_factory=Failover)
-    limits: Limits = Field(default_factory=Limits)
-
-    @model_validator(mode="after")
-    def _hostname_with_tls(self) -> Self:
-        if self.tls is not None and not self.hostname:
-            raise ValueError("hostname is required when tls is set")
-        return self
-
-
-class GatewayEndpoints(Model):
-    open_ai: str | None = Field(None, alias="openAI")
-    anthropic: str | None = None
-
-
-class InferenceGatewayStatus(Model):
-    address: str | None = None
-    client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
-    endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
-    # Clusters this gateway reaches over mutual TLS right now: its copy of the
-    # cluster's CA and its own client certificate are both on its cluster.
-    reachable_clusters: Annotated[list[Name], Field(max_length=1024)] = []
-    conditions: list[Condition] = []
-
-
-# --- ModelService ----------------------------------------------------------
-
-
-class ServiceEndpointEntry(Model):
-    selector: LabelSelector
-    weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
-    priority: Annotated[int, Field(ge=0, le=63)] = 0
-
-
-class ModelServiceSpec(Model):
-    endpoints: Annotated[list[ServiceEndpointEntry], Field(min_length=1, max_length=32)]
-
-
-# --- ModelRoute (internal: composed by ModelService, one per serving gateway) --
-
-# An AIGatewayRoute rule holds at most 128 backendRefs.
-ROUTE_BACKENDS_MAX = 128
-DNSLabel = Annotated[
-    str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-]
-# A lowercase DNS name; the function refuses IP literals on top of this.
-Hostname = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-    ),
-]
-# How the gateway reaches a backend: mutual TLS to a fleet cluster gateway,
-# TLS against the system trust store, or plain HTTP.
-BackendTLS = Literal["Mutual", "System", "Off"]
-
-
-class RouteGateway(Model):
-    """The fleet gateway the route is for, resolved by the ModelService."""
-
-    name: Name
-    gateway_name: DNSLabel
-    provider_config_name: Name
-    request_timeout: Duration
-    stream_idle_timeout: Duration
-    # The listener the route attaches to (the TLS listener when the gateway has
-    # TLS); None attaches it to every listener of the Gateway.
-    section_name: DNSLabel | None = None
-
-
-class RouteBackend(Model):
-    """One backendRef of the route: a ModelEndpoint, resolved to what the gateway dials."""
-
-    endpoint: Name
-    weight: Annotated[int, Field(ge=1, le=1_000_000)]
-    priority: Annotated[int, Field(ge=0, le=63)]
-    model_name_override: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
-    host: Hostname
-    port: Annotated[int, Field(ge=1, le=65535)]
-    schema_: Literal["OpenAI", "Anthropic"] = Field(alias="schema")
-    prefix: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)]
-    tls: BackendTLS
-    cluster: Name | None = None
-    credential: SecretKeyRef | None = None
-
-    @model_validator(mode="after")
-    def _cluster_with_mutual_tls(self) -> Self:
-        # The cluster names the CA ConfigMap and marks the endpoint fleet-hosted
-        # (caller header kept): it means nothing without mutual TLS, and mutual
-        # TLS means nothing without it.
-        if (self.tls == "Mutual") != (self.cluster is not None):
-            raise ValueError("cluster is set exactly when tls is Mutual")
-        return self
-
-
-class ModelRouteSpec(Model):
-    model: Annotated[str, Field(min_length=3, max_length=LONG_NAME_MAX)]
-    gateway: RouteGateway
-    backends: Annotated[list[RouteBackend], Field(min_length=1, max_length=ROUTE_BACKENDS_MAX)]
-
-    @model_validator(mode="after")
-    def _one_backend_per_endpoint(self) -> Self:
-        # Remote names derive from the endpoint: two entries would compose one object twice.
-        endpoints = [b.endpoint for b in self.backends]
-        if len(set(endpoints)) != len(endpoints):
-            raise ValueError("backends[].endpoint must be unique")
-        return self
-
-
-# --- ModelDeployment -------------------------------------------------------
-
 EngineType = Literal["vllm", "sglang", "trtllm", "llamacpp"]
-
-
-class EnvVar(Model):
-    name: Annotated[str, Field(min_length=1, max_length=253)]
-    value: Annotated[str, Field(max_length=32768)] = ""
-
-
-class ModelRef(Model):
-    name: Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
-    source: Annotated[str, Field(max_length=2048)] | None = None
-
-
-class EngineSpec(Model):
-    type: EngineType | None = None
-    image: Annotated[str, Field(max_length=1024)] | None = None
-    args: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=128)] = []
-    env: Annotated[list[EnvVar], Field(max_length=128)] = []
-
-
-class ProviderSpec(Model):
-    name: ServingProvider | None = None
-    overrides: dict[str, Any] | None = None
-
-
-class GPURequest(Model):
-    count: Annotated[int, Field(ge=0, le=64)] | None = None
-    type: str | None = None
-
-
-class ResourceRequest(Model):
-    gpu: GPURequest = Field(default_factory=GPURequest)
-
-
-class DeploymentPlacement(Model):
-    cluster_selector: LabelSelector = Field(default_factory=LabelSelector)
-
-
-class TemplateMetadata(Model):
-    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
-
-
-class EndpointTemplate(Model):
-    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
-
-
-class ModelDeploymentSpec(Model):
-    model: ModelRef
-    engine: EngineSpec = Field(default_factory=EngineSpec)
-    provider: ProviderSpec = Field(default_factory=ProviderSpec)
-    resources: ResourceRequest = Field(default_factory=ResourceRequest)
-    serving_mode: Literal["Aggregated", "Disaggregated"] = "Aggregated"
-    replicas: Annotated[int, Field(ge=0, le=1024)] = 1
-    placement: DeploymentPlacement = Field(default_factory=DeploymentPlacement)
-    template: EndpointTemplate = Field(default_factory=EndpointTemplate)
-
-
-# --- XRs -------------------------------------------------------------------
 
 
 class Composite(Model):
     api_version: str = ""
     kind: str = ""
     metadata: ObjectMeta
-
-
-class ModelEndpoint(Composite):
-    spec: ModelEndpointSpec
-
-
-class InferenceCluster(Composite):
-    spec: InferenceClusterSpec
-    status: InferenceClusterStatus = Field(default_factory=InferenceClusterStatus)
-
-
-class InferenceGateway(Composite):
-    spec: InferenceGatewaySpec
-    status: InferenceGatewayStatus = Field(default_factory=InferenceGatewayStatus)
-
-
-class ModelService(Composite):
-    spec: ModelServiceSpec
-
-
-class ModelDeployment(Composite):
-    spec: ModelDeploymentSpec
-
-
-class ModelRoute(Composite):
-    spec: ModelRouteSpec
-
-    @model_validator(mode="after")
-    def _model_of_this_namespace(self) -> Self:
-        # A route only ever carries a model name of its own namespace, so a
-        # ModelRoute in one namespace can never answer for another's model.
-        namespace = self.metadata.namespace
-        if not namespace:
-            raise ValueError("metadata.namespace is required: a ModelRoute is namespaced")
-        service = self.spec.model.removeprefix(f"{namespace}/")
-        if service == self.spec.model or not service or "/" in service:
-            raise ValueError("spec.model must be <metadata.namespace>/<ModelService name>")
-        return self
-
-    @property
-    def service(self) -> str:
-        """The name of the ModelService this route belongs to."""
-        return self.spec.model.removeprefix(f"{self.metadata.namespace}/")
 
 
 C = TypeVar("C", bound=Model)
@@ -522,3 +231,128 @@ def parse(model: type[C], data: Any, where: str) -> C:
         return model.model_validate(data)
     except ValidationError as err:
         raise InputError(f"invalid {where}: {describe(err)}") from None
+
+
+# Each XR kind's models live in fleetgate.core.kinds.<kind> and are imported
+# from here by name, on first use: a function builds the models of the kinds it
+# reads and no others (a pydantic model class costs about as much to create as
+# a small module to import, and a function starts once per pod).
+# The names this module re-exports from the kinds' modules (for type checkers).
+__all__ = [
+    "ROUTE_BACKENDS_MAX",
+    "BackendTLS",
+    "BufferLimit",
+    "Capacity",
+    "ClusterCredentials",
+    "ClusterGatewaySpec",
+    "ClusterGatewayStatus",
+    "ClusterPlacement",
+    "CredentialRef",
+    "DNSLabel",
+    "DeploymentPlacement",
+    "EndpointAPI",
+    "EndpointTemplate",
+    "EngineSpec",
+    "EnvVar",
+    "Failover",
+    "GPURequest",
+    "GatewayAuth",
+    "GatewayEndpoints",
+    "GatewayTLS",
+    "Hostname",
+    "InferenceCluster",
+    "InferenceClusterSpec",
+    "InferenceClusterStatus",
+    "InferenceGateway",
+    "InferenceGatewaySpec",
+    "InferenceGatewayStatus",
+    "KaitoSpec",
+    "KubeconfigRef",
+    "Limits",
+    "ModelDeployment",
+    "ModelDeploymentSpec",
+    "ModelEndpoint",
+    "ModelEndpointSpec",
+    "ModelRef",
+    "ModelRoute",
+    "ModelRouteSpec",
+    "ModelService",
+    "ModelServiceSpec",
+    "ObjectRef",
+    "OutlierDetection",
+    "PlacementMetadata",
+    "ProviderConfigRef",
+    "ProviderSpec",
+    "ResourceRequest",
+    "RetryOn",
+    "RouteBackend",
+    "RouteGateway",
+    "ServiceEndpointEntry",
+    "StackSpec",
+    "TemplateMetadata",
+]
+_KINDS = {
+    "EndpointAPI": "endpoint",
+    "CredentialRef": "endpoint",
+    "ModelEndpointSpec": "endpoint",
+    "ModelEndpoint": "endpoint",
+    "KubeconfigRef": "cluster",
+    "ClusterCredentials": "cluster",
+    "PlacementMetadata": "cluster",
+    "ClusterPlacement": "cluster",
+    "Capacity": "cluster",
+    "ClusterGatewaySpec": "cluster",
+    "StackSpec": "cluster",
+    "KaitoSpec": "cluster",
+    "InferenceClusterSpec": "cluster",
+    "ProviderConfigRef": "cluster",
+    "ClusterGatewayStatus": "cluster",
+    "InferenceClusterStatus": "cluster",
+    "InferenceCluster": "cluster",
+    "ObjectRef": "gateway",
+    "GatewayTLS": "gateway",
+    "GatewayAuth": "gateway",
+    "RetryOn": "gateway",
+    "OutlierDetection": "gateway",
+    "Failover": "gateway",
+    "BufferLimit": "gateway",
+    "Limits": "gateway",
+    "InferenceGatewaySpec": "gateway",
+    "GatewayEndpoints": "gateway",
+    "InferenceGatewayStatus": "gateway",
+    "InferenceGateway": "gateway",
+    "ServiceEndpointEntry": "service",
+    "ModelServiceSpec": "service",
+    "ModelService": "service",
+    "ROUTE_BACKENDS_MAX": "route",
+    "DNSLabel": "route",
+    "Hostname": "route",
+    "BackendTLS": "route",
+    "RouteGateway": "route",
+    "RouteBackend": "route",
+    "ModelRouteSpec": "route",
+    "ModelRoute": "route",
+    "EnvVar": "deployment",
+    "ModelRef": "deployment",
+    "EngineSpec": "deployment",
+    "ProviderSpec": "deployment",
+    "GPURequest": "deployment",
+    "ResourceRequest": "deployment",
+    "DeploymentPlacement": "deployment",
+    "TemplateMetadata": "deployment",
+    "EndpointTemplate": "deployment",
+    "ModelDeploymentSpec": "deployment",
+    "ModelDeployment": "deployment",
+}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above; a misspelt name stays an error
+
+    def __getattr__(name: str) -> Any:
+        """``from fleetgate.core.models import InferenceCluster``: its kind, imported now."""
+        kind = _KINDS.get(name)
+        if kind is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"fleetgate.core.kinds.{kind}"), name)
+        globals()[name] = value
+        return value

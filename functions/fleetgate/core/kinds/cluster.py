@@ -1,0 +1,92 @@
+"""The InferenceCluster XR."""
+
+from typing import Annotated, Self
+
+from pydantic import Field, model_validator
+
+from fleetgate.core.models import (
+    Composite,
+    Condition,
+    LabelKey,
+    LabelValue,
+    Model,
+    Name,
+    SecretKeyRef,
+    ServingProvider,
+)
+
+
+class KubeconfigRef(SecretKeyRef):
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "kubeconfig"
+
+
+class ClusterCredentials(Model):
+    secret_ref: KubeconfigRef | None = None
+    provider_config_name: Name | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        if (self.secret_ref is None) == (self.provider_config_name is None):
+            raise ValueError("set exactly one of secretRef or providerConfigName")
+        return self
+
+
+class PlacementMetadata(Model):
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
+
+
+class ClusterPlacement(Model):
+    metadata: PlacementMetadata = Field(default_factory=PlacementMetadata)
+
+
+class Capacity(Model):
+    gpus: Annotated[int, Field(ge=0)] = 0
+    gpu_type: str | None = None
+
+
+class ClusterGatewaySpec(Model):
+    class_name: Name = "envoy"
+
+
+class StackSpec(Model):
+    install: bool = False
+
+
+class KaitoSpec(Model):
+    """How KAITO runs on the cluster; read by compose-model-deployment for KAITO Workspaces."""
+
+    # KAITO v0.12.0's default (featureGates.disableNodeAutoProvisioning: false).
+    node_auto_provisioning: bool = True
+    instance_type: Name | None = None
+
+
+class InferenceClusterSpec(Model):
+    credentials: ClusterCredentials
+    placement: ClusterPlacement = Field(default_factory=ClusterPlacement)
+    capacity: Capacity = Field(default_factory=Capacity)
+    providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
+    gateway: ClusterGatewaySpec = Field(default_factory=ClusterGatewaySpec)
+    stack: StackSpec = Field(default_factory=StackSpec)
+    kaito: KaitoSpec = Field(default_factory=KaitoSpec)
+    schedulable: bool = True
+
+
+class ProviderConfigRef(Model):
+    name: str | None = None
+
+
+class ClusterGatewayStatus(Model):
+    address: str | None = None
+    ca_certificate: str | None = Field(None, alias="caCertificate")
+    hostname: str | None = None
+
+
+class InferenceClusterStatus(Model):
+    provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
+    gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
+    conditions: list[Condition] = []
+
+
+class InferenceCluster(Composite):
+    spec: InferenceClusterSpec
+    status: InferenceClusterStatus = Field(default_factory=InferenceClusterStatus)

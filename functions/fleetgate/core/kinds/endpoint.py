@@ -1,0 +1,27 @@
+"""The ModelEndpoint XR."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from fleetgate.core.models import LONG_NAME_MAX, Composite, Model, SecretKeyRef
+
+
+class EndpointAPI(Model):
+    schema_: Literal["OpenAI", "Anthropic"] = Field("OpenAI", alias="schema")
+    prefix: Annotated[str, Field(max_length=LONG_NAME_MAX)] = "/v1"
+
+
+class CredentialRef(SecretKeyRef):
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "apiKey"
+
+
+class ModelEndpointSpec(Model):
+    origin: Annotated[str, Field(min_length=1, max_length=2048)]
+    api: EndpointAPI = Field(default_factory=EndpointAPI)
+    model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
+    credential_ref: CredentialRef | None = None
+
+
+class ModelEndpoint(Composite):
+    spec: ModelEndpointSpec

@@ -1,0 +1,85 @@
+"""The InferenceGateway XR."""
+
+from typing import Annotated, Self
+
+from pydantic import Field, model_validator
+
+from fleetgate.core.models import Composite, Condition, Duration, LabelSelector, Model, Name
+
+
+class ObjectRef(Model):
+    name: Name
+
+
+class GatewayTLS(Model):
+    certificate_refs: Annotated[list[ObjectRef], Field(min_length=1, max_length=8)]
+
+
+class GatewayAuth(Model):
+    secret_selector: LabelSelector
+
+
+class RetryOn(Model):
+    http_status_codes: Annotated[
+        list[Annotated[int, Field(ge=100, le=599)]], Field(max_length=16)
+    ] = [503]
+
+
+class OutlierDetection(Model):
+    consecutive5xx_errors: Annotated[int, Field(ge=1, le=1000)] = Field(
+        5, alias="consecutive5xxErrors"
+    )
+    base_ejection_time: Duration = "30s"
+
+
+class Failover(Model):
+    retries: Annotated[int, Field(ge=0, le=16)] = 3
+    retry_on: RetryOn = Field(default_factory=RetryOn)
+    request_timeout: Duration = "300s"
+    stream_idle_timeout: Duration = "60s"
+    outlier_detection: OutlierDetection = Field(default_factory=OutlierDetection)
+
+
+# Envoy Gateway's connection buffer (32 KiB by default) caps what AI Gateway,
+# which buffers whole bodies, can take or give: 1-1024 MiB, in Mi.
+BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]{0,2}|10[01][0-9]|102[0-4])Mi$")]
+
+
+class Limits(Model):
+    buffer_limit: BufferLimit = "50Mi"
+
+
+class InferenceGatewaySpec(Model):
+    cluster_name: Name
+    hostname: Annotated[str, Field(max_length=253)] | None = None
+    tls: GatewayTLS | None = None
+    auth: GatewayAuth | None = None
+    service_selector: LabelSelector | None = None
+    failover: Failover = Field(default_factory=Failover)
+    limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _hostname_with_tls(self) -> Self:
+        if self.tls is not None and not self.hostname:
+            raise ValueError("hostname is required when tls is set")
+        return self
+
+
+class GatewayEndpoints(Model):
+    open_ai: str | None = Field(None, alias="openAI")
+    anthropic: str | None = None
+
+
+class InferenceGatewayStatus(Model):
+    address: str | None = None
+    client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
+    endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
+    # Clusters this gateway reaches over mutual TLS right now: its copy of the
+    # cluster's CA and its own client certificate are both on its cluster.
+    reachable_clusters: Annotated[list[Name], Field(max_length=1024)] = []
+    conditions: list[Condition] = []
+
+
+class InferenceGateway(Composite):
+    spec: InferenceGatewaySpec
+    status: InferenceGatewayStatus = Field(default_factory=InferenceGatewayStatus)

@@ -1,0 +1,98 @@
+"""The ModelRoute (internal: composed by ModelService, one per serving gateway) XR."""
+
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, model_validator
+
+from fleetgate.core.models import LONG_NAME_MAX, Composite, Duration, Model, Name, SecretKeyRef
+
+# An AIGatewayRoute rule holds at most 128 backendRefs.
+ROUTE_BACKENDS_MAX = 128
+DNSLabel = Annotated[
+    str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+]
+# A lowercase DNS name; the function refuses IP literals on top of this.
+Hostname = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
+# How the gateway reaches a backend: mutual TLS to a fleet cluster gateway,
+# TLS against the system trust store, or plain HTTP.
+BackendTLS = Literal["Mutual", "System", "Off"]
+
+
+class RouteGateway(Model):
+    """The fleet gateway the route is for, resolved by the ModelService."""
+
+    name: Name
+    gateway_name: DNSLabel
+    provider_config_name: Name
+    request_timeout: Duration
+    stream_idle_timeout: Duration
+    # The listener the route attaches to (the TLS listener when the gateway has
+    # TLS); None attaches it to every listener of the Gateway.
+    section_name: DNSLabel | None = None
+
+
+class RouteBackend(Model):
+    """One backendRef of the route: a ModelEndpoint, resolved to what the gateway dials."""
+
+    endpoint: Name
+    weight: Annotated[int, Field(ge=1, le=1_000_000)]
+    priority: Annotated[int, Field(ge=0, le=63)]
+    model_name_override: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
+    host: Hostname
+    port: Annotated[int, Field(ge=1, le=65535)]
+    schema_: Literal["OpenAI", "Anthropic"] = Field(alias="schema")
+    prefix: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)]
+    tls: BackendTLS
+    cluster: Name | None = None
+    credential: SecretKeyRef | None = None
+
+    @model_validator(mode="after")
+    def _cluster_with_mutual_tls(self) -> Self:
+        # The cluster names the CA ConfigMap and marks the endpoint fleet-hosted
+        # (caller header kept): it means nothing without mutual TLS, and mutual
+        # TLS means nothing without it.
+        if (self.tls == "Mutual") != (self.cluster is not None):
+            raise ValueError("cluster is set exactly when tls is Mutual")
+        return self
+
+
+class ModelRouteSpec(Model):
+    model: Annotated[str, Field(min_length=3, max_length=LONG_NAME_MAX)]
+    gateway: RouteGateway
+    backends: Annotated[list[RouteBackend], Field(min_length=1, max_length=ROUTE_BACKENDS_MAX)]
+
+    @model_validator(mode="after")
+    def _one_backend_per_endpoint(self) -> Self:
+        # Remote names derive from the endpoint: two entries would compose one object twice.
+        endpoints = [b.endpoint for b in self.backends]
+        if len(set(endpoints)) != len(endpoints):
+            raise ValueError("backends[].endpoint must be unique")
+        return self
+
+
+class ModelRoute(Composite):
+    spec: ModelRouteSpec
+
+    @model_validator(mode="after")
+    def _model_of_this_namespace(self) -> Self:
+        # A route only ever carries a model name of its own namespace, so a
+        # ModelRoute in one namespace can never answer for another's model.
+        namespace = self.metadata.namespace
+        if not namespace:
+            raise ValueError("metadata.namespace is required: a ModelRoute is namespaced")
+        service = self.spec.model.removeprefix(f"{namespace}/")
+        if service == self.spec.model or not service or "/" in service:
+            raise ValueError("spec.model must be <metadata.namespace>/<ModelService name>")
+        return self
+
+    @property
+    def service(self) -> str:
+        """The name of the ModelService this route belongs to."""
+        return self.spec.model.removeprefix(f"{self.metadata.namespace}/")
