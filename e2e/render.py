@@ -94,8 +94,11 @@ def discover(root: Path = EXAMPLES) -> list[Example]:
     return [Example(p.parent) for p in sorted(root.rglob("xr.yaml"))]
 
 
-def render(example: Example) -> list[dict[str, Any]]:
-    """Run ``crossplane render`` for one example; return the rendered objects."""
+def render(example: Example, observed: Path | None = None) -> list[dict[str, Any]]:
+    """Run ``crossplane render`` for one example; return the rendered objects.
+
+    ``observed`` replaces the example's observed.yaml (a later pass of it).
+    """
     xr_type = example.type
     cmd = [
         str(crossplane_cli()),
@@ -111,7 +114,7 @@ def render(example: Example) -> list[dict[str, Any]]:
     ]
     if required := example.optional("required.yaml"):
         cmd.append(f"--required-resources={required}")
-    if observed := example.optional("observed.yaml"):
+    if observed := observed or example.optional("observed.yaml"):
         cmd.append(f"--observed-resources={observed}")
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=RENDER_TIMEOUT_S + 30, check=False

@@ -75,6 +75,16 @@ def config_map(**extra: Any) -> Obj:
     }
 
 
+def secret(data: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "keys", "namespace": "fleet"},
+        "type": "Opaque",
+        "data": data,
+    }
+
+
 def deployment(containers: list[Obj]) -> Obj:
     return {
         "apiVersion": "apps/v1",
@@ -152,6 +162,13 @@ CASES = {
     "object wrapping a core kind with an unknown field": Case(
         [wrapped(config_map(spec={}), name="routes")],
         [("Object fleet/routes", "manifest: ConfigMap fleet/routes", 'unknown field: "spec"')],
+    ),
+    # The API server stores a key with no value (a projected Secret's first
+    # version, core/secrets.py); what is not base64 it refuses.
+    "secret with a key holding no value": Case([wrapped(secret({"k": "", "l": "eA=="}))]),
+    "secret with a value that is not base64": Case(
+        [wrapped(secret({"k": "not base64!"}))],
+        [("Object fleet/edge-gateway", "manifest: Secret fleet/keys", "data.k")],
     ),
     "object wrapping a manifest without a name": Case(
         [wrapped(without_name(gateway()))],

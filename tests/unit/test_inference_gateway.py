@@ -385,7 +385,15 @@ READINESS: list[tuple[str, str, Obj]] = [
     ("client-ca-certificate", "cert-manager reports Ready", {"policy": "DeriveFromObject"}),
     ("envoy-proxy", "reports no status", {"policy": "SuccessfulCreate"}),
     ("healthz-filter", "reports no status", {"policy": "SuccessfulCreate"}),
-    ("tls-ai-example-tls", "a Secret is there once applied", {"policy": "SuccessfulCreate"}),
+    (
+        "tls-ai-example-tls",
+        "a projected Secret once every key holds a value",
+        {
+            "policy": "DeriveFromCelQuery",
+            "celQuery": "has(object.data) && ['tls.crt', 'tls.key']"
+            ".all(k, k in object.data && object.data[k] != '')",
+        },
+    ),
     ("client-ca-configmap", "observed only", {"policy": "SuccessfulCreate"}),
 ]
 
@@ -411,15 +419,16 @@ def test_policies_are_ready_once_an_ancestor_accepts_them() -> None:
 
 
 def test_secrets_reach_the_cluster_only_by_reference() -> None:
-    out = (
-        fleet(full=True)
-        .with_(callers=[callers("team-a"), callers("team-b", {"carol.ops": "sk-carol-000"})])
-        .run()
+    teams = fleet(full=True).with_(
+        callers=[callers("team-a"), callers("team-b", {"carol.ops": "sk-carol-000"})]
     )
+    first = teams.run()
+    out = teams.run(echo(first))
     (secret_key,) = [k for k in out.desired if k.startswith("caller-keys-")]
     obj = out.desired[secret_key]
-    assert "data" not in manifest(obj)
+    assert manifest(obj)["data"] == {"alice": "", "bob": "", "carol.ops": ""}, "keys, no values"
     assert "stringData" not in manifest(obj)
+    assert "references" not in first.desired[secret_key]["spec"], "none until it exists"
     assert obj["spec"]["references"] == [
         {
             "patchesFrom": {
@@ -435,9 +444,9 @@ def test_secrets_reach_the_cluster_only_by_reference() -> None:
     ]
     tls = out.desired["tls-ai-example-tls"]["spec"]["references"]
     assert [r["patchesFrom"]["fieldPath"] for r in tls] == ["data[tls.crt]", "data[tls.key]"]
-    response = out.rsp.SerializeToString()
-    for value in (ALICE_KEY, BOB_KEY, "sk-carol-000", TLS_KEY):
-        assert value.encode() not in response
+    for response in (first.rsp.SerializeToString(), out.rsp.SerializeToString()):
+        for value in (ALICE_KEY, BOB_KEY, "sk-carol-000", TLS_KEY):
+            assert value.encode() not in response
 
 
 def test_no_composed_object_observes_a_secret() -> None:
@@ -449,11 +458,10 @@ def test_no_composed_object_observes_a_secret() -> None:
 
 
 def test_duplicate_caller_identity_uses_the_first_secret_and_warns() -> None:
-    out = (
-        fleet(full=True)
-        .with_(callers=[callers("team-b", {"alice": "sk-other"}), callers("team-a")])
-        .run()
+    teams = fleet(full=True).with_(
+        callers=[callers("team-b", {"alice": "sk-other"}), callers("team-a")]
     )
+    out = teams.run(echo(teams.run()))
     (secret_key,) = [k for k in out.desired if k.startswith("caller-keys-")]
     sources = {
         r["patchesFrom"]["fieldPath"]: r["patchesFrom"]["name"]

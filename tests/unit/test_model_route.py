@@ -79,6 +79,11 @@ def canary(observed: dict[str, Obj] | None = None) -> Outcome:
     return run(compose, request(canary_xr(), observed=observed))
 
 
+def settled_canary() -> Outcome:
+    """The canary's ModelRoute once its Objects exist on the cluster (credentials patched in)."""
+    return canary(as_observed(canary()))
+
+
 def route(out: Outcome) -> Obj:
     return manifest(out, "route")
 
@@ -191,7 +196,7 @@ def test_third_party_backend_uses_system_trust_and_loses_the_caller_header() -> 
 
 
 def test_credential_is_a_policy_and_a_projected_secret() -> None:
-    out = canary()
+    out = settled_canary()
     policy = manifest(out, endpoint_key("openai", "security-policy"))
     secret_name = api_key_name(SVC, "public", "openai")
     assert policy["spec"] == {
@@ -211,12 +216,26 @@ def test_credential_is_a_policy_and_a_projected_secret() -> None:
         "kind": "Secret",
         "metadata": {"name": secret_name, "namespace": "fleetgate-system"},
         "type": "Opaque",
+        "data": {"apiKey": ""},
     }
     [reference] = obj["spec"]["references"]
     assert reference["patchesFrom"]["name"] == "openai"
     assert reference["patchesFrom"]["namespace"] == NS
     assert reference["toFieldPath"] == "data[apiKey]"
-    assert obj["spec"]["readiness"] == {"policy": "SuccessfulCreate"}
+    assert obj["spec"]["watch"] is True
+    assert obj["spec"]["readiness"] == {
+        "policy": "DeriveFromCelQuery",
+        "celQuery": "has(object.data) && ['apiKey']"
+        ".all(k, k in object.data && object.data[k] != '')",
+    }
+
+
+def test_a_credential_is_patched_in_only_once_its_secret_exists_on_the_cluster() -> None:
+    """provider-kubernetes saves the Object it created the remote Secret from (#223)."""
+    first = canary().desired[endpoint_key("openai", "api-key")]
+    assert "references" not in first["spec"]
+    assert first["spec"]["forProvider"]["manifest"]["data"] == {"apiKey": ""}
+    assert "references" in settled_canary().desired[endpoint_key("openai", "api-key")]["spec"]
 
 
 def test_every_object_lands_on_the_gateway_cluster() -> None:
@@ -317,7 +336,8 @@ def test_each_kind_of_backend(
 
 def test_anthropic_credential_goes_in_the_anthropic_header() -> None:
     planned = backend("claude", schema="Anthropic", credential={"name": "anthropic", "key": "k"})
-    out = run(compose, request(model_route(planned)))
+    xr = model_route(planned)
+    out = run(compose, request(xr, observed=as_observed(run(compose, request(xr)))))
     policy = manifest(out, endpoint_key("claude", "security-policy"))["spec"]
     assert policy["type"] == "AnthropicAPIKey"
     assert policy["anthropicAPIKey"] == {
@@ -382,7 +402,7 @@ ACCEPTANCE: list[tuple[str, bool | None, str, tuple[str, str, str], str]] = [
 def test_route_accepted_is_reported(
     accepted: bool | None, refusal: str, expected: tuple[str, str, str], ready: str
 ) -> None:
-    composed = canary()
+    composed = canary() if accepted is None else settled_canary()
     observed = (
         None if accepted is None else as_observed(composed, accepted=accepted, refusal=refusal)
     )

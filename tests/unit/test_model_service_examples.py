@@ -66,18 +66,12 @@ def render(folder: Path) -> Outcome:
 
 
 def as_composed(obj: dict[str, Any]) -> dict[str, Any]:
-    """An observed resource's spec minus what others wrote into it.
+    """An observed resource's spec minus what Crossplane records under ``spec.crossplane``.
 
-    provider-kubernetes writes a Secret's value back into its Object's
-    manifest; Crossplane records what an XR composed under ``spec.crossplane``.
+    A projected Secret's Object holds exactly what was composed: its keys with
+    no values (core/secrets.py keeps provider-kubernetes from saving any).
     """
-    spec = {k: v for k, v in obj["spec"].items() if k != "crossplane"}
-    if obj["kind"] != "Object":
-        return spec
-    manifest = dict(spec["forProvider"]["manifest"])
-    if manifest.get("kind") == "Secret":
-        manifest.pop("data", None)
-    return {**spec, "forProvider": {**spec["forProvider"], "manifest": manifest}}
+    return {k: v for k, v in obj["spec"].items() if k != "crossplane"}
 
 
 def kind(obj: dict[str, Any]) -> str:
@@ -104,6 +98,15 @@ def test_every_walk_pass_is_checked() -> None:
     assert walks == sorted({name for *pair, _ in PASSES for name in pair if "walk-" in name})
 
 
+def _projection_unfilled(obj: dict[str, Any]) -> bool:
+    """A projected Secret one pass old: created holding no value, not Ready until filled.
+
+    Its references are composed only once it exists (core/secrets.py).
+    """
+    manifest = obj["spec"]["forProvider"]["manifest"]
+    return manifest["kind"] == "Secret" and "references" not in obj["spec"]
+
+
 @pytest.mark.parametrize(
     ("before", "after", "accepted"), PASSES, ids=[after for _, after, _ in PASSES]
 )
@@ -122,7 +125,7 @@ def test_each_pass_observes_what_the_previous_one_composed(
             "name", obj["metadata"]["name"]
         )
         ready = {c["type"]: c["status"] for c in obj["status"]["conditions"]}["Ready"]
-        assert ready == "True" or not accepted
+        assert ready == "True" or not accepted or _projection_unfilled(obj), name
 
 
 def test_the_route_examples_reconcile_what_the_service_walk_composes() -> None:

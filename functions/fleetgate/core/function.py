@@ -21,7 +21,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from fleetgate.core import structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
-from fleetgate.core.secrets import SecretKeys, scrub_secret
+from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
 
 Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
@@ -244,7 +244,13 @@ class Reconcile:
     # --- composing ---------------------------------------------------------
 
     def compose(self, name: str, manifest: dict[str, Any], *, ready: bool | None = None) -> None:
-        """Add ``manifest`` to the desired state under the composition name ``name``."""
+        """Add ``manifest`` to the desired state under the composition name ``name``.
+
+        An Object projecting Secret values gets its references only once its
+        remote Secret exists, so provider-kubernetes never saves a value into
+        it (``core/secrets.py``).
+        """
+        withhold_until_created(manifest, lambda: self.observed_remote_exists(name))
         desired = self.rsp.desired.resources[name]
         desired.resource.Clear()
         structs.update(desired.resource, manifest)

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from fleetgate.core import readiness
+from fleetgate.core import readiness, secrets
 from fleetgate.core.constants import OBJECT_API_VERSION
 
 Manifest = dict[str, Any]
@@ -15,7 +15,7 @@ def remote_object(
     namespace: str | None = None,
     readiness_query: str | None = None,
     observe_only: bool = False,
-    references: list[dict[str, Any]] | None = None,
+    secret_patches: list[dict[str, Any]] | None = None,
     watch: bool | None = False,
 ) -> Manifest:
     """Wrap ``manifest`` in a namespaced provider-kubernetes Object.
@@ -37,7 +37,20 @@ def remote_object(
     status a function waits for can take that long to reach the control plane.
     ``None`` watches exactly the objects a function reads back: whose readiness
     is derived from the remote object, or which are only observed.
+
+    ``secret_patches`` (``secrets.secret_patch`` entries) make ``manifest``, a
+    Secret, a projection of control-plane Secrets: it holds each patched key
+    empty, is ready once every one holds a value on the cluster, and
+    ``Reconcile.compose`` adds the patches only once the Secret exists there
+    (``core/secrets.py`` says why). It is always watched: the provider fills
+    it on an update, after which only a watch event observes it again before
+    the next poll.
     """
+    if secret_patches:
+        keys = secrets.projected_keys(secret_patches)
+        manifest = secrets.with_empty_values(manifest, keys)
+        readiness_query = secrets.filled_query(keys)
+        watch = True
     spec: dict[str, Any] = {
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
         "forProvider": {"manifest": manifest},
@@ -49,8 +62,8 @@ def remote_object(
         spec["readiness"] = readiness.query(readiness_query)
     else:
         spec["readiness"] = readiness.for_manifest(manifest)
-    if references:
-        spec["references"] = references
+    if secret_patches:
+        spec["references"] = secret_patches
     if watch is None:
         watch = observe_only or spec["readiness"] != readiness.SUCCESSFUL_CREATE
     if watch:

@@ -111,7 +111,7 @@ class OnCluster:
         manifest: Manifest,
         *,
         observe_only: bool = False,
-        references: list[dict[str, Any]] | None = None,
+        secret_patches: list[dict[str, Any]] | None = None,
     ) -> None:
         """Compose ``manifest`` as a remote Object; ready once Crossplane saw it ready."""
         obj = remote_object(
@@ -119,7 +119,7 @@ class OnCluster:
             provider_config=self.target.provider_config,
             namespace=SYSTEM_NAMESPACE,
             observe_only=observe_only,
-            references=references,
+            secret_patches=secret_patches,
         )
         self.rec.compose(key, obj, ready=True if self.rec.observed_ready(key) else None)
 
@@ -171,7 +171,7 @@ class OnCluster:
             for key in inputs.TLS_CERT_KEYS
         ]
         manifest = builders.projected_secret(remote, self.names, type_="kubernetes.io/tls")
-        self.put(naming.tls_key(source), manifest, references=refs)
+        self.put(naming.tls_key(source), manifest, secret_patches=refs)
         return remote
 
     def caller_secret(self, callers: CallerKeys) -> list[str]:
@@ -191,7 +191,7 @@ class OnCluster:
             for identity, source in callers.sources.items()
         ]
         manifest = builders.projected_secret(remote, self.names, type_="Opaque")
-        self.put(key, manifest, references=refs)
+        self.put(key, manifest, secret_patches=refs)
         observed = self.rec.req.observed.resources
         previous = sorted(n for n in observed if n.startswith(naming.CALLER_KEYS) and n != key)
         if not previous or _policy_names(self.rec.observed(naming.CALLER_AUTH)) == [remote]:

@@ -316,7 +316,7 @@ def api_key_object(
     return remote_object(
         manifest=api_key_secret(service, gateway.name, b),
         provider_config=gateway.provider_config_name,
-        references=[
+        secret_patches=[
             secret_patch(secret=ref.name, namespace=service.namespace, key=ref.key, to_key=API_KEY)
         ],
     )
