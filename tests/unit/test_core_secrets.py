@@ -64,3 +64,19 @@ def test_require_secrets_declares_the_requirement_and_tells_unresolved_from_none
     assert _reconcile({"cred": []}).require_secrets("cred", selector) == []
     found = _reconcile({"cred": [{"metadata": {"name": "s"}, "data": {"k": "eA=="}}]})
     assert found.require_secrets("cred", selector) == [SecretKeys("s", frozenset({"k"}))]
+
+
+def test_a_secret_being_deleted_counts_as_gone() -> None:
+    """Held by a finalizer it is still listed; read as present it would never be let go."""
+    selector = Selector("v1", "Secret", name="s", namespace="ns")
+    deleting = {
+        "metadata": {
+            "name": "s",
+            "deletionTimestamp": "2026-12-01T00:00:00Z",
+            "finalizers": ["kubernetes.crossplane.io/referred-by-object-0000"],
+        },
+        "data": {"k": "eA=="},
+    }
+    kept = {"metadata": {"name": "t"}, "data": {"k": "eA=="}}
+    found = _reconcile({"cred": [deleting, kept]}).require_secrets("cred", selector)
+    assert found == [SecretKeys("t", frozenset({"k"}))]

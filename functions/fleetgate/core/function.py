@@ -186,9 +186,22 @@ class Reconcile:
         return parsed
 
     def require_secrets(self, key: str, selector: Selector) -> list[SecretKeys] | None:
-        """Like ``require`` for Secrets: each one's name and key names, never a value."""
+        """Like ``require`` for Secrets: each one's name and key names, never a value.
+
+        A Secret being deleted counts as gone. A finalizer (provider-kubernetes
+        puts one on each Secret an Object patches from, when that Object is
+        first created with its references) keeps it readable until whatever
+        references it lets go; read as present, it would be referenced forever
+        and its deletion would never finish.
+        """
         found = self._declare(key, selector)
-        return None if found is None else [SecretKeys.of(s) for s in found]
+        if found is None:
+            return None
+        return [
+            SecretKeys.of(s)
+            for s in found
+            if not structs.lookup(s, "metadata", "deletionTimestamp")
+        ]
 
     def require_by_name(self, key: str, selector: Selector, model: type[C]) -> ByName[C] | None:
         """Like ``require_all``, keyed by name and validated only as each is read."""
