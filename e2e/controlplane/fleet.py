@@ -179,16 +179,26 @@ def secret_values(docs: list[Obj]) -> dict[str, str]:
             continue
         where = f"Secret {doc['metadata'].get('namespace', '')}/{doc['metadata']['name']}"
         for key, value in (doc.get("stringData") or {}).items():
-            needles[str(value)] = f"{where} {key}"
-            needles[base64.b64encode(str(value).encode()).decode()] = f"{where} {key} (base64)"
+            needles.update(needles_for(f"{where} {key}", str(value)))
         for key, value in (doc.get("data") or {}).items():
-            needles[str(value)] = f"{where} {key} (base64)"
-            needles[base64.b64decode(value).decode(errors="replace")] = f"{where} {key}"
-    return {k: v for k, v in needles.items() if len(k) >= 8}  # too short to mean anything
+            needles.update(needles_for(f"{where} {key}", base64.b64decode(value).decode()))
+    return needles
+
+
+def needles_for(origin: str, value: str) -> dict[str, str]:
+    """A Secret value to search for, as written and base64-encoded → where it came from."""
+    if len(value) < 8:  # too short to mean anything
+        return {}
+    return {value: origin, base64.b64encode(value.encode()).decode(): f"{origin} (base64)"}
 
 
 def secrets_at_rest(cluster: Cluster, needles: dict[str, str]) -> list[str]:
-    """Where, outside Secrets, any object of any kind the API server lists holds a value."""
+    """Where, outside Secrets, any object of any kind the API server lists holds a value.
+
+    One line per object and field, e.g. ``Object team-a/x spec.forProvider.manifest.data.apiKey
+    holds the value of Secret team-a/openai apiKey (base64)``; annotations such as
+    last-applied-configuration are searched as the text they are.
+    """
     hits = []
     for api_version, kind, _ in cluster.admin.all_resources():
         if kind == "Secret":
@@ -198,8 +208,24 @@ def secrets_at_rest(cluster: Cluster, needles: dict[str, str]) -> list[str]:
         except ApiError:
             continue
         for obj in objects:
-            text = json.dumps(obj)
-            for needle, origin in needles.items():
-                if needle in text:
-                    hits.append(f"{name_of(obj)} holds the value of {origin}")
+            if not any(needle in json.dumps(obj) for needle in needles):
+                continue  # the common case, decided in one pass
+            for field, text in _strings(obj):
+                for needle, origin in needles.items():
+                    if needle in text:
+                        hits.append(f"{name_of(obj)} {field} holds the value of {origin}")
     return hits
+
+
+def _strings(value: object, path: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a decoded JSON value with its dotted path (and each key, as text)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            yield where, str(key)
+            yield from _strings(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]")
+    elif isinstance(value, str):
+        yield path, value

@@ -190,12 +190,16 @@ class Kube:
         )
         return result
 
-    def update_status(self, obj: Obj) -> Obj:
-        """Replace ``status`` as a controller does: read, change, write at that resourceVersion."""
+    def replace(self, obj: Obj, subresource: str = "") -> Obj:
+        """Write ``obj`` whole at the resourceVersion it was read at, as ``kubectl edit`` does."""
         meta = obj["metadata"]
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
-        result: Obj = self.request("PUT", path + "/status", obj)
+        result: Obj = self.request("PUT", path + (f"/{subresource}" if subresource else ""), obj)
         return result
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace ``status`` as a controller does: read, change, write at that resourceVersion."""
+        return self.replace(obj, "status")
 
     def create(self, obj: Obj) -> Obj:
         meta = obj["metadata"]
