@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from e2e.controlplane import drills, fleet, processes, stack, workloads
+from e2e.controlplane import drills, fleet, processes, refusals, stack, workloads
 from e2e.controlplane.clusters import binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +71,10 @@ def run(command: str) -> int:
                     outcome.seconds, 1
                 )
                 checks.append(_at_rest(f"after '{drill.name}'", outcome.hits))
+            for refusal in refusals.refusals(st.cp, docs):
+                problem = refusals.attempt(st.cp, refusal)
+                print(f"refused: {refusal.name}" if problem is None else f"FAILED: {problem}")
+                checks.append(problem is None)
             figures["peak memory of the control plane (MiB)"] = round(sup.peak_rss_mib())
             print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
             RESULTS.write_text(json.dumps(figures, indent=2) + "\n")

@@ -167,11 +167,12 @@ def install(cp: Cluster, registry: str) -> None:
             },
         }
     )
-    for doc in yaml.safe_load_all(
-        (REPO / "package" / "install" / "provider-kubernetes.yaml").read_text()
-    ):
-        if doc:
-            cp.admin.apply(doc)
+    # Install steps 1 and 2: the provider with its runtime config, then the
+    # guard that only Crossplane writes ModelRoutes (refusals.py tries it).
+    for manifest in ("provider-kubernetes.yaml", "modelroute-guard.yaml"):
+        for doc in yaml.safe_load_all((REPO / "package" / "install" / manifest).read_text()):
+            if doc:
+                cp.admin.apply(doc)
     version = json.loads((DIST / "packages.json").read_text())["version"]
     cp.admin.apply(
         {
