@@ -8,9 +8,9 @@ every file, so a gateway's published ``clientCACertificate`` and the
 ConfigMap the cluster composed from it stay the same certificate. The keys
 are thrown away: an example publishes certificates, never keys, and a
 certificate another one in the folders was issued by is refused, since its
-chain would break. Files are rewritten only where a certificate changes, as
-PyYAML writes them (their leading comments kept); one that would not come
-back byte for byte from that is refused rather than reformatted.
+chain would break. Only the certificate lines of a file change, comments and
+layout kept; a file where a CA sits elsewhere than in a block scalar (so the
+rewritten text would not parse to the renewed documents) is refused.
 
 Certificates made by ``e2e.pki`` live a day, which suits a test run; one kept
 in a file expires under the tests (Envoy Gateway refuses an expired client
@@ -33,6 +33,12 @@ from e2e import pki, render
 
 PEM = re.compile(r"-----BEGIN CERTIFICATE-----\n.*?-----END CERTIFICATE-----", re.S)
 WIDTH = 100  # the line width the examples were written with
+# a PEM as a YAML block scalar writes it: every line at the same indentation
+INDENTED_PEM = re.compile(
+    r"^(?P<indent>[ ]*)-----BEGIN CERTIFICATE-----\n(?:(?P=indent)[A-Za-z0-9+/=]+\n)*"
+    r"(?P=indent)-----END CERTIFICATE-----",
+    re.M,
+)
 YEAR = datetime.timedelta(days=365)
 
 
@@ -69,8 +75,33 @@ def split(text: str) -> tuple[str, list[Any]]:
     return head, list(yaml.safe_load_all(text[len(head) :]))
 
 
-def dump(head: str, docs: list[Any]) -> str:
-    return head + yaml.safe_dump_all(docs, sort_keys=False, width=WIDTH)
+def rewritten(
+    path: Path, head: str, docs: list[Any], new_docs: list[Any], renewed: dict[str, str]
+) -> str:
+    """A file's text holding ``new_docs`` instead of ``docs``, changed as little as can be.
+
+    Each renewed PEM in a block scalar is replaced where it sits, which keeps
+    every comment and the file's layout. A PEM written another way (a quoted
+    scalar) leaves dumping the documents again, allowed only for a file
+    PyYAML wrote, so nothing of it is lost.
+    """
+    text = path.read_text()
+    edited = INDENTED_PEM.sub(lambda m: in_place(m, renewed), text)
+    if list(yaml.safe_load_all(edited[len(head) :])) == new_docs:
+        return edited
+    if head + yaml.safe_dump_all(docs, sort_keys=False, width=WIDTH) == text:
+        return head + yaml.safe_dump_all(new_docs, sort_keys=False, width=WIDTH)
+    raise SystemExit(
+        f"{path}: a CA outside a block scalar, not as PyYAML writes it; renew it by hand"
+    )
+
+
+def in_place(match: re.Match[str], renewed: dict[str, str]) -> str:
+    """The block-scalar PEM ``match`` found, renewed if it is due, at its indentation."""
+    indent = match.group("indent")
+    pem = "\n".join(line.removeprefix(indent) for line in match.group(0).split("\n"))
+    new = renewed.get(pem)
+    return match.group(0) if new is None else "\n".join(indent + line for line in new.split("\n"))
 
 
 def renew(
@@ -99,16 +130,14 @@ def renew(
         if new.cert.subject != cert.subject:
             raise SystemExit(f"cannot reissue {cert.subject.rfc4514_string()}: not a bare CN")
         renewed[pem] = new.cert_pem.decode().removesuffix("\n")  # the text around it stays
-    written = []
+    texts = {}  # every file is checked before any is written
     for path, (head, docs) in parsed.items():
         new_docs = swapped(docs, lambda pem: renewed.get(pem, pem))
-        if new_docs == docs:
-            continue
-        if dump(head, docs) != path.read_text():
-            raise SystemExit(f"{path}: not as PyYAML writes it; renew its CAs by hand")
-        path.write_text(dump(head, new_docs))
-        written.append(path)
-    return written
+        if new_docs != docs:
+            texts[path] = rewritten(path, head, docs, new_docs, renewed)
+    for path, text in texts.items():
+        path.write_text(text)
+    return list(texts)
 
 
 def main(argv: list[str] | None = None) -> int:

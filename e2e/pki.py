@@ -91,6 +91,7 @@ def leaf(
     dns: tuple[str, ...] = (),
     ips: tuple[str, ...] = (),
     organization: str = "",
+    valid_for: datetime.timedelta = _DAY,
 ) -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
@@ -104,7 +105,7 @@ def leaf(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _DAY)
-        .not_valid_after(now + _DAY)
+        .not_valid_after(now + valid_for)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )

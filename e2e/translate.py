@@ -251,9 +251,9 @@ class Issuance:
     def user_tls(self, objects: list[Obj]) -> None:
         """Give each projected TLS Secret a certificate for the listener hostnames serving it.
 
-        The walk's control-plane TLS Secrets hold placeholders; the translator
-        parses certificates, so each gets a real one (from a public CA of its
-        own) for the names its listeners serve.
+        A composed TLS Secret holds no values (provider-kubernetes patches them
+        in on the cluster); the translator parses certificates, so each gets a
+        real one (from a public CA of its own) for the names its listeners serve.
         """
         for secret in _of(objects, "Secret"):
             if secret.get("type") != "kubernetes.io/tls":

@@ -60,20 +60,6 @@ def _certificates(folder: Path) -> dict[Path, list[x509.Certificate]]:
     return found
 
 
-def test_the_published_cas_outlive_the_tests() -> None:
-    """A CA kept in an example must not expire under the tests (Envoy Gateway refuses it)."""
-    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=365)
-    certs = _certificates(EXAMPLES)
-    assert sum(map(len, certs.values())) > 0
-    expiring = [
-        f"{path.relative_to(EXAMPLES)}: {c.subject.rfc4514_string()} ({c.not_valid_after_utc})"
-        for path, found in certs.items()
-        for c in found
-        if c.not_valid_after_utc < soon
-    ]
-    assert expiring == [], "reissue them: python -m e2e.example_cas examples/inference-cluster"
-
-
 def test_reissued_cas_replace_the_old_ones_everywhere(tmp_path: Path) -> None:
     copy = tmp_path / "examples"
     shutil.copytree(EXAMPLES / "walk-8-gateway", copy / "walk-8-gateway")
