@@ -16,7 +16,7 @@ import copy
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,7 +167,7 @@ class World:
                 ]
             }
         elif kind == "EnvoyPatchPolicy":
-            status = {"ancestors": [_patch_applied(remote)]}
+            status = {"ancestors": [patch_applied(remote, _simulated)]}
         elif kind == "Deployment":
             replicas = (remote.get("spec") or {}).get("replicas", 1)
             status = {
@@ -187,13 +187,17 @@ class World:
         return remote
 
 
-def _patch_applied(policy: Obj) -> Obj:
+def patch_applied(policy: Obj, condition: Callable[[str, str, str], Obj]) -> Obj:
     """What Envoy Gateway v1.8.3 reports for an EnvoyPatchPolicy it accepted and applied.
 
-    The target Gateway is the ancestor (internal/gatewayapi/envoypatchpolicy.go:
-    67-74, helpers.go:637-645), Accepted once enabled and valid (envoypatchpolicy.go:
-    143, status/policy.go:68-83), then Programmed once the patches applied to the
-    xDS (internal/xds/translator/jsonpatch.go:169, status/envoypatchpolicy.go:18-35).
+    One ancestor, the target Gateway in the policy's namespace (internal/
+    gatewayapi/envoypatchpolicy.go:67-74, helpers.go:637-645), under the
+    gatewayclass controller's name, with Accepted once enabled and valid
+    (envoypatchpolicy.go:143, status/policy.go:68-83) and Programmed once the
+    patches applied to the xDS (internal/xds/translator/jsonpatch.go:169,
+    status/envoypatchpolicy.go:18-35). ``condition(type, reason, message)``
+    makes each condition in its writer's style: this walk's fixed time, or the
+    control plane's stand-in with the object's generation and the time now.
     """
     target = (policy.get("spec") or {}).get("targetRef") or {}
     return {
@@ -205,14 +209,14 @@ def _patch_applied(policy: Obj) -> Obj:
         },
         "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
         "conditions": [
-            {**_cond("Accepted"), "reason": "Accepted", "message": "Policy has been accepted."},
-            {
-                **_cond("Programmed"),
-                "reason": "Programmed",
-                "message": "Patches have been successfully applied.",
-            },
+            condition("Accepted", "Accepted", "Policy has been accepted."),
+            condition("Programmed", "Programmed", "Patches have been successfully applied."),
         ],
     }
+
+
+def _simulated(type_: str, reason: str, message: str) -> Obj:
+    return {**_cond(type_), "reason": reason, "message": message}
 
 
 def _cond(type_: str, status: str = "True") -> Obj:

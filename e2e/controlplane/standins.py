@@ -13,8 +13,9 @@ Envoy Gateway (its controller needs a running Envoy to program)
   world.yaml, as the offline walk), Accepted and Programmed, per-listener
   status. HTTPRoute, GRPCRoute: status.parents per parentRef, Accepted and
   ResolvedRefs. Policies (ClientTrafficPolicy, BackendTrafficPolicy,
-  SecurityPolicy, EnvoyPatchPolicy): status.ancestors, Accepted. Backend:
-  Accepted.
+  SecurityPolicy): status.ancestors, Accepted. EnvoyPatchPolicy: one ancestor,
+  its Gateway, Accepted and Programmed (patches applied), the shape the
+  offline walk writes (e2e.fleet.patch_applied). Backend: Accepted.
 Envoy AI Gateway v1.1.0
   AIGatewayRoute: the HTTPRoute of the same name and its HTTPRouteFilters, as
   its controller generates them (e2e/translate.py ``ai_gateway_route``, owned
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, is_true
-from e2e.fleet import World, without_times
+from e2e.fleet import World, patch_applied, without_times
 
 INTERVAL_S = 1.0
 CERT_MANAGER = "cert-manager.io/v1"
@@ -84,6 +85,11 @@ class Controllers:
         self._stop.set()
 
     def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self.round()
+
+    def round(self) -> None:
+        """One pass over every kind played here: write each status that would change."""
         passes: list[tuple[str, str, Callable[[Obj], Obj | None]]] = [
             (CERT_MANAGER, "Issuer", self.issuer),
             (CERT_MANAGER, "Certificate", self.certificate),
@@ -94,7 +100,7 @@ class Controllers:
             (EG, "ClientTrafficPolicy", self.policy),
             (EG, "BackendTrafficPolicy", self.policy),
             (EG, "SecurityPolicy", self.policy),
-            (EG, "EnvoyPatchPolicy", self.policy),
+            (EG, "EnvoyPatchPolicy", self.patch_policy),
             (EG, "Backend", self.accepted),
             (AIGW, "AIGatewayRoute", self.ai_gateway_route),
             (AIGW, "AIServiceBackend", self.accepted),
@@ -102,17 +108,16 @@ class Controllers:
             ("apps/v1", "Deployment", self.deployment),
         ]
         kube = self.cluster.admin
-        while not self._stop.wait(INTERVAL_S):
-            for api_version, kind, realise in passes:
-                try:
-                    for obj in kube.list(api_version, kind):
-                        status = realise(obj)
-                        if status is not None and status != obj.get("status"):
-                            kube.update_status({**obj, "status": status})
-                except (ApiError, OSError) as err:  # retried next round
-                    if not (isinstance(err, ApiError) and err.status in (404, 409)):
-                        self.errors.append(f"{self.cluster.name} {kind}: {err}")
-                        del self.errors[:-20]
+        for api_version, kind, realise in passes:
+            try:
+                for obj in kube.list(api_version, kind):
+                    status = realise(obj)
+                    if status is not None and status != obj.get("status"):
+                        kube.update_status({**obj, "status": status})
+            except (ApiError, OSError) as err:  # retried next round
+                if not (isinstance(err, ApiError) and err.status in (404, 409)):
+                    self.errors.append(f"{self.cluster.name} {kind}: {err}")
+                    del self.errors[:-20]
 
     # --- cert-manager ------------------------------------------------------------
 
@@ -271,6 +276,12 @@ class Controllers:
             for ref in refs
         ]
         return self._stable(obj, {"ancestors": ancestors})
+
+    def patch_policy(self, obj: Obj) -> Obj | None:
+        ancestor = patch_applied(
+            obj, lambda type_, reason, message: _cond(obj, type_, reason, message)
+        )
+        return self._stable(obj, {"ancestors": [ancestor]})
 
     def ai_gateway_route(self, obj: Obj) -> Obj | None:
         kube = self.cluster.admin

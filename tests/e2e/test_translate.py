@@ -17,7 +17,7 @@ import pytest
 
 from e2e import dataplane, functions, render, translate
 from e2e.dataplane import Cluster
-from e2e.fleet import Fleet, Obj
+from e2e.fleet import Fleet, Obj, patch_applied, without_times
 from fleetgate.core import names
 from fleetgate.model_service.composer import compose
 from tests.support import request, run
@@ -66,6 +66,31 @@ def test_the_pinned_egctl_is_found_without_an_override(monkeypatch: pytest.Monke
     path = translate.egctl()
     assert path.parent.name == "egctl-v1.8.3"
     assert os.access(path, os.X_OK)
+
+
+def test_each_strict_tiers_patch_is_accepted_on_its_gateway_as_the_stand_ins_write_it(
+    clusters: dict[str, Cluster],
+) -> None:
+    """egctl's status of every EnvoyPatchPolicy is e2e.fleet.patch_applied's, Programmed aside.
+
+    egctl prints the statuses of Envoy Gateway's Gateway API stage only
+    (internal/cmd/egctl/translate.go:244-249 at v1.8.3); Programmed is added by
+    the xDS stage once the patches applied (internal/xds/translator/jsonpatch.go:
+    169) and the controller publishes that status (internal/xds/runner/runner.go:
+    368-379). That the patches applied is the tier check's (dataplane.tier_problems).
+    """
+
+    def condition(type_: str, reason: str, message: str) -> Obj:
+        return {"type": type_, "status": "True", "reason": reason, "message": message}
+
+    policies = [p for c in clusters.values() for p in c.result.objects("envoyPatchPolicies")]
+    assert policies
+    for policy in policies:
+        written = patch_applied(policy, condition)
+        gateway_stage = [c for c in written["conditions"] if c["type"] != "Programmed"]
+        assert without_times(policy["status"]) == {
+            "ancestors": [{**written, "conditions": gateway_stage}]
+        }, translate._name(policy)
 
 
 # --- Envoy AI Gateway's HTTPRoute, as its controller writes it -------------------------

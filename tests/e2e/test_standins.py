@@ -1,0 +1,98 @@
+"""The real control plane's stand-in controllers, one round against a fake API server."""
+
+from pathlib import Path
+from typing import Any, cast
+
+from e2e.controlplane.clusters import Cluster
+from e2e.controlplane.kube import Kube, Obj
+from e2e.controlplane.standins import EG, Controllers
+from e2e.fleet import World, without_times
+
+NAMESPACE = "fleetgate-system"
+GATEWAY = "fleetgate-gw-public"
+
+
+class FakeKube(Kube):
+    """An API server holding a few objects; records every status written."""
+
+    def __init__(self, objects: list[Obj]) -> None:
+        super().__init__(server="https://fake.invalid", ca_file=Path("/nonexistent"))
+        self.objects = objects
+        self.statuses: dict[tuple[str, str], Any] = {}
+
+    def list(
+        self, api_version: str, kind: str, namespace: str = "", selector: str = ""
+    ) -> list[Obj]:
+        return [o for o in self.objects if (o["apiVersion"], o["kind"]) == (api_version, kind)]
+
+    def update_status(self, obj: Obj) -> Obj:
+        self.statuses[(obj["kind"], obj["metadata"]["name"])] = obj["status"]
+        return obj
+
+
+class FakeCluster:
+    def __init__(self, kube: FakeKube) -> None:
+        self.name = "eu-west-1"
+        self.admin = kube
+
+
+def one_round(*objects: Obj) -> dict[tuple[str, str], Any]:
+    kube = FakeKube(list(objects))
+    controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers={}))
+    controllers.round()
+    assert controllers.errors == []
+    return kube.statuses
+
+
+def patch_policy(generation: int) -> Obj:
+    return {
+        "apiVersion": EG,
+        "kind": "EnvoyPatchPolicy",
+        "metadata": {"name": "strict-tiers", "namespace": NAMESPACE, "generation": generation},
+        "spec": {
+            "targetRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY},
+            "type": "JSONPatch",
+            "jsonPatches": [],
+        },
+    }
+
+
+def test_an_envoy_patch_policy_is_accepted_and_programmed_on_its_gateway() -> None:
+    """As Envoy Gateway v1.8.3 writes it once the patches applied (e2e.fleet.patch_applied)."""
+    status = one_round(patch_policy(generation=3))[("EnvoyPatchPolicy", "strict-tiers")]
+    assert without_times(status) == {
+        "ancestors": [
+            {
+                "ancestorRef": {
+                    "group": "gateway.networking.k8s.io",
+                    "kind": "Gateway",
+                    "namespace": NAMESPACE,
+                    "name": GATEWAY,
+                },
+                "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+                "conditions": [
+                    {
+                        "type": "Accepted",
+                        "status": "True",
+                        "reason": "Accepted",
+                        "message": "Policy has been accepted.",
+                        "observedGeneration": 3,
+                    },
+                    {
+                        "type": "Programmed",
+                        "status": "True",
+                        "reason": "Programmed",
+                        "message": "Patches have been successfully applied.",
+                        "observedGeneration": 3,
+                    },
+                ],
+            }
+        ]
+    }
+    assert all(c["lastTransitionTime"] for c in status["ancestors"][0]["conditions"])
+
+
+def test_a_patch_policy_already_reported_is_not_rewritten() -> None:
+    policy = patch_policy(generation=1)
+    policy["status"] = one_round(patch_policy(generation=1))[("EnvoyPatchPolicy", "strict-tiers")]
+    assert one_round(policy) == {}
