@@ -384,6 +384,34 @@ def test_client_validation_is_ready_once_envoy_gateway_accepts_it(
     assert evaluate(obj["spec"]["readiness"]["celQuery"], observed) is ready
 
 
+@pytest.mark.parametrize("install", [False, True], ids=["own-stack", "stack-install"])
+def test_every_kind_core_readiness_has_a_rule_for_takes_it_from_there(
+    monkeypatch: pytest.MonkeyPatch, install: bool
+) -> None:
+    """One place says when a kind is ready: a rule changed there reaches every Object of it."""
+    rule = readiness.for_manifest
+
+    def marked(manifest: dict[str, Any]) -> readiness.Readiness:
+        known = rule(manifest)
+        if known == readiness.SUCCESSFUL_CREATE:  # a kind core.readiness has no rule for
+            return known
+        return readiness.query(f"changed in core.readiness: {manifest['kind']}")
+
+    monkeypatch.setattr(readiness, "for_manifest", marked)
+    xr = cluster_xr(stack={"install": True}) if install else cluster_xr()
+    out = final(xr, gateways("public"), remote=cluster_side())
+    assert {"gateway", "ca-bundle", "client-validation"} <= out.desired.keys()
+    elsewhere = {
+        key: obj["spec"]["readiness"]
+        for key, obj in out.desired.items()
+        if obj.get("kind") == "Object"
+        and obj["spec"].get("managementPolicies") != ["Observe"]
+        and rule(manifest := manifest_of(obj)) != readiness.SUCCESSFUL_CREATE
+        and obj["spec"]["readiness"] != marked(manifest)
+    }
+    assert elsewhere == {}
+
+
 def test_last_gateway_gone_withdraws_the_listener_before_its_client_validation() -> None:
     world = cluster_side()
     seen = observe(final(cluster_xr(), gateways("a"), remote=world).desired, remote=world)

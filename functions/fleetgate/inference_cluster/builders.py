@@ -17,7 +17,6 @@ from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname, dns_label, o
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import dig, remote_manifest
 from fleetgate.core.pki import BUNDLE_KEY, CertificateAuthority
-from fleetgate.core.readiness import condition_query
 
 PREFIX: Final = "fleetgate-cluster"
 HTTPS_LISTENER: Final = "https"
@@ -271,7 +270,8 @@ def gateway(site: Site) -> Manifest:
 
     Routes attach from fleetgate-system only: everything Fleetgate composes on
     the cluster lives there, and nobody else's HTTPRoute may ride on the
-    mutually authenticated hop.
+    mutually authenticated hop. Ready once Programmed (``core.readiness``, by
+    kind).
     """
     return site.remote(
         {
@@ -297,7 +297,6 @@ def gateway(site: Site) -> Manifest:
                 ],
             },
         },
-        readiness_query=condition_query("Programmed"),
     )
 
 

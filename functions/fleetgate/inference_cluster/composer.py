@@ -181,8 +181,10 @@ def issue_pki(progress: Progress, site: Site, *, install: bool) -> None:
     progress.after(
         SERVING_CERTIFICATE, site.remote(builders.serving_certificate(site)), ready=[CA_ISSUER]
     )
-    bundle = site.remote(chain["ca-bundle"], readiness_query=condition_query("Synced"))
-    progress.after(CA_BUNDLE, bundle, ready=[CA_CERTIFICATE, *trust_manager])
+    # Ready once trust-manager synced it (core.readiness, by kind).
+    progress.after(
+        CA_BUNDLE, site.remote(chain["ca-bundle"]), ready=[CA_CERTIFICATE, *trust_manager]
+    )
     # Observed, never managed: trust-manager owns the ConfigMap. A CA *Secret*
     # is never observed: provider-kubernetes would copy its key into status.
     progress.after(CA_PUBLISHED, site.remote(ca.published(), observe_only=True), ready=[CA_BUNDLE])
