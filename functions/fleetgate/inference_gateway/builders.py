@@ -230,8 +230,12 @@ def failover_policy(names: GatewayNames, failover: Failover, limits: Limits) -> 
         spec={
             "targetRefs": [_gateway_ref(names)],
             "retry": {
-                # Without it Envoy never moves to the next priority: every
-                # tier shares traffic and ModelService priorities mean nothing.
+                # Priorities apply without it (Envoy spreads load over the
+                # tiers by their health). It adds Envoy's previous_priorities
+                # retry plugin (Envoy Gateway v1.8.3 internal/xds/translator/
+                # route.go:811-824): with 1, each retry leaves out the tiers
+                # already tried, so it goes to the next tier rather than back
+                # to the one that just failed, which still looks healthy.
                 "numAttemptsPerPriority": 1,
                 "numRetries": failover.retries,
                 "retryOn": retry_on,
