@@ -9,6 +9,7 @@ check that the translator says so.
 
 import base64
 import copy
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -226,8 +227,10 @@ def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
     assert accepted[:2] == ("False", "Unresolved"), accepted
 
 
-def test_drill_a_duplicate_caller_key_is_refused(fleet: Fleet) -> None:
-    """Two callers with one key: Envoy Gateway refuses the whole caller policy."""
+def test_drill_a_duplicate_caller_key_is_refused(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two callers with one key: Envoy Gateway refuses the caller policy; GatewayReady says so."""
 
     def duplicate(pc: str, objects: list[Obj]) -> list[Obj]:
         for o in objects:
@@ -247,6 +250,18 @@ def test_drill_a_duplicate_caller_key_is_refused(fleet: Fleet) -> None:
     accepted = {c["type"]: c for c in ancestor["conditions"]}["Accepted"]
     assert accepted["status"] == "False"
     assert "duplicated API key" in accepted["message"]
+    # What Envoy Gateway wrote, observed by the InferenceGateway: the Secret and keys to check.
+    key = ("InferenceGateway", "", "public")
+    observed = copy.deepcopy(fleet.composed[key]["caller-auth"])
+    observed["status"]["atProvider"]["manifest"]["status"] = policy["status"]
+    monkeypatch.setitem(fleet.composed[key], "caller-auth", observed)
+    xr, _, results = render.split(fleet.render_one(key))
+    ready = {c["type"]: c for c in xr["status"]["conditions"]}["GatewayReady"]
+    assert (ready["status"], ready["reason"]) == ("False", "DuplicateCallerKey"), ready
+    assert "fleetgate-system/public-gateway-callers (keys team-a, team-b)" in ready["message"]
+    said = json.dumps([xr["status"], results])
+    (callers,) = [s for s in fleet.secrets if s["metadata"]["name"] == "public-gateway-callers"]
+    assert [v for v in callers["data"].values() if base64.b64decode(v).decode() in said] == []
 
 
 def test_the_caller_keys_reach_the_translator_from_the_control_plane(

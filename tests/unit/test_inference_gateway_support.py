@@ -162,15 +162,13 @@ PROGRAMMED = {
 }
 
 
-def accepted(status: str = "True", reason: str = "Accepted") -> Obj:
+def accepted(status: str = "True", reason: str = "Accepted", message: str = "") -> Obj:
     """A Gateway API policy's status, as Envoy Gateway reports it per ancestor."""
+    condition = {"type": "Accepted", "status": status, "reason": reason, "message": message}
     return {
         "status": {
             "ancestors": [
-                {
-                    "ancestorRef": {"name": names.fleet_gateway(GATEWAY)},
-                    "conditions": [{"type": "Accepted", "status": status, "reason": reason}],
-                }
+                {"ancestorRef": {"name": names.fleet_gateway(GATEWAY)}, "conditions": [condition]}
             ]
         }
     }

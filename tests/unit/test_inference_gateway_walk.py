@@ -5,8 +5,11 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core import names
 from tests.unit.test_inference_gateway_support import (
+    ALICE_KEY,
+    BOB_KEY,
     GATEWAY,
     HOME,
+    NS,
     PROGRAMMED,
     Obj,
     accepted,
@@ -108,6 +111,33 @@ def test_gateway_ready_needs_a_programmed_gateway_and_an_accepted_policy(
     if reason == "CallerAuthRejected":
         assert "Invalid" in out.conditions["GatewayReady"][2]
         assert any("rejected" in w for w in out.warnings)
+
+
+# Envoy Gateway v1.8.3's condition when two caller keys share a value
+# (internal/gatewayapi/securitypolicy.go:2068-2071, 1148, status/conditions.go:75-100).
+DUPLICATED_KEY = accepted("False", "Invalid", "APIKeyAuth: duplicated API key.")
+
+
+def test_a_duplicate_caller_key_says_which_secrets_and_keys_to_check() -> None:
+    """Every model request then answers 500: GatewayReady names where to look, no value."""
+    full = fleet(full=True).with_(callers=[callers(), callers("team-b", keys={"carol": ALICE_KEY})])
+    out = full.run(echo(full.run(), remote={"gateway": PROGRAMMED, "caller-auth": DUPLICATED_KEY}))
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "DuplicateCallerKey")
+    assert f"{NS}/team-a (keys alice, bob)" in message, message
+    assert f"{NS}/team-b (keys carol)" in message, message
+    assert "500" in message
+    assert out.composite_ready != "READY_TRUE"
+    assert any(w.startswith(message[:60]) for w in out.warnings), out.warnings
+    said = [m for _, _, m in out.conditions.values()] + [m for _, m in out.results]
+    assert not [m for m in said if ALICE_KEY in m or BOB_KEY in m]
+
+
+def test_a_policy_refused_for_another_reason_keeps_the_general_hint() -> None:
+    full = fleet(full=True)
+    missing = accepted("False", "Invalid", "APIKeyAuth: secret fleetgate-system/x not found.")
+    out = full.run(echo(full.run(), remote={"gateway": PROGRAMMED, "caller-auth": missing}))
+    assert out.conditions["GatewayReady"][:2] == ("False", "CallerAuthRejected")
 
 
 def test_without_auth_a_programmed_gateway_is_ready() -> None:

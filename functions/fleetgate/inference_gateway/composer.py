@@ -51,7 +51,10 @@ def compose(rec: Reconcile) -> None:
     reachable = None if clusters is None else _reachable(rec, clusters)
     on.cluster_cas(reachable)
     on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
-    _report(rec, gateway, names, front_door if isinstance(front_door, Blocked) else None)
+    if isinstance(front_door, Blocked):
+        _report(rec, gateway, names, front_door)
+    else:
+        _report(rec, gateway, names, None, front_door.callers)
     _report_mutual_tls(rec, reachable)
 
 
@@ -248,7 +251,11 @@ def _applied_name(observed: dict[str, Any] | None) -> str:
 
 
 def _report(
-    rec: Reconcile, gateway: InferenceGateway, names: GatewayNames, blocked: Blocked | None
+    rec: Reconcile,
+    gateway: InferenceGateway,
+    names: GatewayNames,
+    blocked: Blocked | None,
+    callers: CallerKeys | None = None,
 ) -> None:
     """Status from what Crossplane observed, and GatewayReady saying what is still missing."""
     observed_gateway = remote_manifest(rec.observed(naming.GATEWAY))
@@ -272,8 +279,9 @@ def _report(
         caller_auth=remote_manifest(rec.observed(naming.CALLER_AUTH)),
         auth=spec.auth is not None,
         where=f"Gateway {names.gateway} on InferenceCluster {spec.cluster_name}",
+        callers=callers,
     )
     rec.condition(CONDITION, ready.status, ready.reason, ready.message)
     rec.set_ready(ready.status == "True")
-    if ready.reason == "CallerAuthRejected":
+    if ready.warn:
         rec.warning(ready.message, ready.reason)

@@ -1,16 +1,22 @@
 """Reading the gateway's state back from what Crossplane observed on its cluster."""
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.function import Status
 from fleetgate.core.observed import dig, has_condition, list_conditions
-from fleetgate.inference_gateway.inputs import Blocked
+from fleetgate.inference_gateway.inputs import Blocked, CallerKeys
 
 CALLER_AUTH_HINT = (
     "Envoy Gateway rejects the whole policy when two caller keys share a value, "
     "or when a caller Secret it names is missing"
 )
+# What Envoy Gateway v1.8.3 says when two callers share one key value
+# (internal/gatewayapi/securitypolicy.go:2068-2071, under "APIKeyAuth: " at
+# :1148). It then refuses the whole policy and answers every route the policy
+# covers with 500 (:1055-1063); /healthz has its own policy and still answers.
+DUPLICATED_KEY: Final = "duplicated API key"
 
 
 @dataclass(frozen=True)
@@ -18,6 +24,7 @@ class Verdict:
     status: Status
     reason: str
     message: str
+    warn: bool = False  # also a warning result: something a person must fix
 
 
 def gateway_address(gateway: dict[str, Any] | None) -> str | None:
@@ -44,11 +51,13 @@ def gateway_ready(
     caller_auth: dict[str, Any] | None,
     auth: bool,
     where: str,
+    callers: CallerKeys | None = None,
 ) -> Verdict:
     """GatewayReady: True only once the Gateway is programmed and, with auth, its policy accepted.
 
     An address alone is not readiness: Envoy Gateway assigns one before the
-    listeners are programmed.
+    listeners are programmed. ``callers`` (the identities composed into the
+    caller policy, with their Secrets) lets a refusal say where to look.
     """
     if blocked is not None:
         return Verdict("False", blocked.reason, blocked.message)
@@ -67,12 +76,25 @@ def gateway_ready(
         rejected = [c for c in accepted if c.get("status") == "False"]
         if rejected:
             # Envoy Gateway's reason only: its message is not ours to repeat
-            # into a condition (it may describe the keys it rejected).
+            # into a condition (it may describe the keys it rejected). It is
+            # only matched against the one refusal we can explain better.
+            if callers is not None and any(
+                DUPLICATED_KEY in str(c.get("message", "")) for c in rejected
+            ):
+                return Verdict(
+                    "False",
+                    "DuplicateCallerKey",
+                    f"two caller keys share one value, so Envoy Gateway refused the caller "
+                    f"SecurityPolicy of {where} and answers every model request with 500: "
+                    f"give each caller a key of its own in {_caller_secrets(callers)}",
+                    warn=True,
+                )
             return Verdict(
                 "False",
                 "CallerAuthRejected",
                 f"Envoy Gateway rejected the caller SecurityPolicy of {where} "
                 f"(reason {rejected[0].get('reason', 'unknown')}): {CALLER_AUTH_HINT}",
+                warn=True,
             )
         if not any(c.get("status") == "True" for c in accepted):
             return Verdict(
@@ -81,3 +103,14 @@ def gateway_ready(
                 f"waiting for Envoy Gateway to accept the caller SecurityPolicy of {where}",
             )
     return Verdict("True", "GatewayProgrammed", f"{where} is programmed and serving")
+
+
+def _caller_secrets(callers: CallerKeys) -> str:
+    """Each caller Secret with the keys the policy took from it: names, never values."""
+    by_secret: dict[str, list[str]] = {}
+    for identity, secret in sorted(callers.sources.items()):
+        by_secret.setdefault(secret, []).append(identity)
+    return "; ".join(
+        f"Secret {SYSTEM_NAMESPACE}/{secret} (keys {', '.join(identities)})"
+        for secret, identities in sorted(by_secret.items())
+    )
