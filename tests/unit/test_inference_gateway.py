@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import names
+from fleetgate.core import names, readiness
 from fleetgate.inference_gateway import builders
 from fleetgate.inference_gateway.composer import compose
 from tests.support import request, run
@@ -774,3 +774,15 @@ def test_runs_through_the_request_builder_without_optional_inputs() -> None:
     assert out.desired == {}
     assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForCluster")
     assert set(out.requirements) == {"cluster", "clusters", "gateways"}
+
+
+def test_every_object_whose_status_is_read_back_is_watched() -> None:
+    """A Gateway's address, the CA ConfigMap, a policy's verdict reach the XR on change."""
+    out = fleet(full=True).run()
+    for key, obj in out.desired.items():
+        spec = obj["spec"]
+        read_back = spec["readiness"] != readiness.SUCCESSFUL_CREATE or "Observe" in spec.get(
+            "managementPolicies", []
+        )
+        assert spec.get("watch", False) == read_back, key
+    assert any(o["spec"].get("watch") for o in out.desired.values())

@@ -248,6 +248,21 @@ def test_every_object_lands_on_the_gateway_cluster() -> None:
         assert obj["spec"]["forProvider"]["manifest"]["metadata"]["namespace"] == "fleetgate-system"
 
 
+def test_every_object_is_watched_since_the_route_reads_each_ones_status() -> None:
+    """Accepted, ResolvedRefs, StrictTiers and a filled credential reach the route on change."""
+    out = settled_canary()
+    assert {manifest(out, key)["kind"] for key in out.desired} >= {
+        "AIGatewayRoute",
+        "HTTPRoute",
+        "EnvoyPatchPolicy",
+        "Backend",
+        "AIServiceBackend",
+        "BackendSecurityPolicy",
+        "Secret",
+    }
+    assert [k for k, obj in out.desired.items() if obj["spec"].get("watch") is not True] == []
+
+
 # --- plans made by hand ------------------------------------------------------------------
 
 BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [

@@ -142,6 +142,7 @@ class Reconcile:
     req: fnv1.RunFunctionRequest
     rsp: fnv1.RunFunctionResponse
     _status: dict[str, Any] = field(default_factory=dict)
+    _ttl: timedelta | None = None
 
     # --- reading -----------------------------------------------------------
 
@@ -323,8 +324,13 @@ class Reconcile:
         self._status.update(fields)
 
     def set_ttl(self, ttl: timedelta) -> None:
-        """How long Crossplane may wait before calling the function again for this XR."""
-        self.rsp.meta.ttl.FromTimedelta(ttl)
+        """How long Crossplane may wait before calling the function again for this XR.
+
+        Without it, ``finish`` chooses: ``TTL_WAITING`` while any condition the
+        function reports is False (the XR waits for something, often another
+        XR's status, which only a call sees), ``TTL_SETTLED`` otherwise.
+        """
+        self._ttl = ttl
 
     def set_ready(self, ready: bool) -> None:
         """Say whether the XR itself is ready (for XRs whose readiness is ours to judge)."""
@@ -358,9 +364,14 @@ class Reconcile:
         self.rsp.results.append(result)
 
     def finish(self) -> None:
-        """Write the collected status into the desired XR."""
+        """Write the collected status into the desired XR, and the response's TTL."""
         if self._status:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
+        ttl = self._ttl
+        if ttl is None:
+            waiting = any(c.status == fnv1.STATUS_CONDITION_FALSE for c in self.rsp.conditions)
+            ttl = TTL_WAITING if waiting else TTL_SETTLED
+        self.rsp.meta.ttl.FromTimedelta(ttl)
 
 
 def dump(model: Model) -> dict[str, Any]:

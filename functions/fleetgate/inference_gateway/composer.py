@@ -123,6 +123,9 @@ class OnCluster:
             namespace=SYSTEM_NAMESPACE,
             observe_only=observe_only,
             secret_patches=secret_patches,
+            # The Gateway's address and Programmed, the CA ConfigMap and the
+            # caller policy's status are read back: see them as they change.
+            watch=None,
         )
         self.rec.compose(key, obj, ready=True if self.rec.observed_ready(key) else None)
 

@@ -275,9 +275,12 @@ def route_objects(
     """Every Object composed onto the gateway's cluster, by composition resource name."""
     gw = gateway.name
 
-    def remote(manifest: Manifest) -> Manifest:
-        # Readiness follows the kind: each of these reports an Accepted condition.
-        return remote_object(manifest=manifest, provider_config=gateway.provider_config_name)
+    def remote(manifest: Manifest, *, watch: bool | None = None) -> Manifest:
+        # Readiness follows the kind: each of these reports an Accepted
+        # condition, which the ModelRoute reads back, so each is watched.
+        return remote_object(
+            manifest=manifest, provider_config=gateway.provider_config_name, watch=watch
+        )
 
     objects = {
         ROUTE_KEY: remote(route(service, gateway, backends)),
@@ -285,8 +288,11 @@ def route_objects(
             manifest=generated_route(service, gateway),
             provider_config=gateway.provider_config_name,
             observe_only=True,
+            watch=None,
         ),
-        TIERS_KEY: remote(strict_tiers(service, gateway)),
+        # Ready once created (Envoy Gateway may refuse it and the route still
+        # serves), but its status is read back for StrictTiers.
+        TIERS_KEY: remote(strict_tiers(service, gateway), watch=True),
     }
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
