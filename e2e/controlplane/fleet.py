@@ -7,6 +7,7 @@ the functions and provider-kubernetes do, and this module only reads.
 """
 
 import base64
+import datetime
 import json
 import subprocess
 import time
@@ -159,6 +160,27 @@ def converge(cp: Cluster, timeout: float, echo: bool = True) -> float:
             next_report = time.monotonic() + 30
             last = problems
         time.sleep(2)
+
+
+def readiness_timeline(cp: Cluster, applied_at: float) -> list[tuple[float, str]]:
+    """When each XR and Object last turned Ready, in seconds after ``applied_at`` (epoch).
+
+    Read from each Ready condition's lastTransitionTime (whole seconds, as the
+    API server keeps them), so the chain of hops from the first apply to the
+    last route shows where the time goes.
+    """
+    found = []
+    for obj in [*xrs(cp), *cp.admin.list(*OBJECT)]:
+        cond = condition(obj, "Ready") or {}
+        if cond.get("status") == "True" and cond.get("lastTransitionTime"):
+            at = datetime.datetime.fromisoformat(cond["lastTransitionTime"]).timestamp()
+            label = name_of(obj)
+            if obj["kind"] == "Object":
+                remote = obj["spec"]["forProvider"]["manifest"]
+                owner = (obj["metadata"].get("labels") or {}).get("crossplane.io/composite", "")
+                label = f"{remote['kind']} {remote['metadata']['name']} (Object of {owner})"
+            found.append((at - applied_at, label))
+    return sorted(found)
 
 
 def kubectl(cluster: Cluster, *args: str) -> str:
