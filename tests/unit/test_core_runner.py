@@ -1,19 +1,12 @@
 """The runner: nothing escapes RunFunction, and errors disclose nothing."""
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import (
-    MESSAGE_MAX,
-    TTL_SETTLED,
-    TTL_WAITING,
-    Reconcile,
-    Selector,
-)
+from fleetgate.core.function import MESSAGE_MAX, Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
 from tests.support import request, run
 
@@ -252,23 +245,3 @@ def test_a_number_json_cannot_hold_is_a_fatal_result_naming_where(
         "nothing was changed"
     ]
     assert out.desired == {}
-
-
-def _answered_with(conditions: list[str], ttl: Any = None) -> float:
-    def compose(rec: Reconcile) -> None:
-        for i, status in enumerate(conditions):
-            rec.condition(f"C{i}", status, "Because")  # type: ignore[arg-type]
-        if ttl is not None:
-            rec.set_ttl(ttl)
-
-    out = run(compose, request(XR))
-    return float(out.rsp.meta.ttl.ToTimedelta().total_seconds())
-
-
-def test_an_xr_waiting_on_something_is_called_again_sooner_than_a_settled_one() -> None:
-    """Required resources (another XR's status) are seen only on a call: the TTL paces hops."""
-    assert _answered_with(["True", "False"]) == TTL_WAITING.total_seconds()
-    assert _answered_with(["True", "True"]) == TTL_SETTLED.total_seconds()
-    assert _answered_with([]) == TTL_SETTLED.total_seconds()
-    assert TTL_WAITING < TTL_SETTLED < timedelta(seconds=60)  # the SDK's default
-    assert _answered_with(["False"], ttl=timedelta(seconds=7)) == 7

@@ -13,12 +13,12 @@ plumbing, and so that the rules every function must follow live in one place:
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from fleetgate.core import structs
+from fleetgate.core import pacing, structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
 from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
@@ -26,19 +26,6 @@ from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_crea
 Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
 
-# How soon Crossplane calls the function again by itself (the response TTL).
-# With realtime compositions, Crossplane v2.2's default, an XR is requeued
-# after the TTL of its pipeline's answer and not otherwise
-# (internal/controller/apiextensions/composite/reconciler.go:855-870,
-# composition_functions.go:389-394, v2.2.0): a change to a composed resource
-# triggers a reconcile at once, but a change to a *required* resource (another
-# XR's published status, a Secret) is seen only when the TTL runs out. Each hop
-# of the fleet's readiness chain that crosses XRs waits up to one TTL, so an XR
-# still waiting for another asks again soon; a settled one less often (a drain,
-# a rotated CA or a deleted credential still reaches it within 30 s). A call
-# costs milliseconds (bench/results/results.md); the SDK's default is 60 s.
-TTL_WAITING = timedelta(seconds=10)
-TTL_SETTLED = timedelta(seconds=30)
 
 _STATUS = {
     "True": fnv1.STATUS_CONDITION_TRUE,
@@ -142,7 +129,7 @@ class Reconcile:
     req: fnv1.RunFunctionRequest
     rsp: fnv1.RunFunctionResponse
     _status: dict[str, Any] = field(default_factory=dict)
-    _ttl: timedelta | None = None
+    _waiting: bool | None = None
 
     # --- reading -----------------------------------------------------------
 
@@ -323,14 +310,12 @@ class Reconcile:
         """Set top-level status fields of the XR (merged into desired state at the end)."""
         self._status.update(fields)
 
-    def set_ttl(self, ttl: timedelta) -> None:
-        """How long Crossplane may wait before calling the function again for this XR.
+    def set_waiting(self, waiting: bool) -> None:
+        """Say whether this XR waits for something, which paces the next call (``pacing``).
 
-        Without it, ``finish`` chooses: ``TTL_WAITING`` while any condition the
-        function reports is False (the XR waits for something, often another
-        XR's status, which only a call sees), ``TTL_SETTLED`` otherwise.
+        Without it, the XR is waiting while any condition reported is False.
         """
-        self._ttl = ttl
+        self._waiting = waiting
 
     def set_ready(self, ready: bool) -> None:
         """Say whether the XR itself is ready (for XRs whose readiness is ours to judge)."""
@@ -367,10 +352,17 @@ class Reconcile:
         """Write the collected status into the desired XR, and the response's TTL."""
         if self._status:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
-        ttl = self._ttl
-        if ttl is None:
-            waiting = any(c.status == fnv1.STATUS_CONDITION_FALSE for c in self.rsp.conditions)
-            ttl = TTL_WAITING if waiting else TTL_SETTLED
+        false_now = [c.type for c in self.rsp.conditions if c.status == _STATUS["False"]]
+        observed = structs.to_dict(
+            self.req.observed.composite.resource, only={"status": {"conditions": None}}
+        )
+        conditions = (observed.get("status") or {}).get("conditions") or []
+        ttl = pacing.ttl(
+            waiting=bool(false_now) if self._waiting is None else self._waiting,
+            false_now=false_now,
+            observed_conditions=[c for c in conditions if isinstance(c, dict)],
+            now=datetime.now(UTC),
+        )
         self.rsp.meta.ttl.FromTimedelta(ttl)
 
 

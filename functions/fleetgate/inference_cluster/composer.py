@@ -16,7 +16,7 @@ from typing import Any
 
 from fleetgate.core.constants import API_VERSION, LABEL_PREFIX, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import TTL_SETTLED, TTL_WAITING, Reconcile, Selector
+from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
 from fleetgate.core.observed import configmap_value
@@ -306,8 +306,8 @@ def report(
     )
     rec.set_ready(everything_ready and mutual)
     # The InferenceGateways' client CAs are required resources: a new or
-    # rotated one is seen only when the TTL runs out (see core.function).
-    rec.set_ttl(TTL_SETTLED if everything_ready and mutual else TTL_WAITING)
+    # rotated one is seen only when the TTL runs out (see core.pacing).
+    rec.set_waiting(not (everything_ready and mutual))
 
 
 def _describe_waiting(progress: Progress) -> str:

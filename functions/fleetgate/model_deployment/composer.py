@@ -33,7 +33,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import TTL_SETTLED, TTL_WAITING, Reconcile, Selector, dump
+from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import has_condition, is_ready, remote_manifest
@@ -336,7 +336,7 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
     rec.condition(SCHEDULED, "False", why.reason, why.message)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
     rec.set_ready(False)
-    rec.set_ttl(TTL_WAITING)
+    rec.set_waiting(True)
 
 
 def _report(
@@ -404,5 +404,5 @@ def _report(
     )
     rec.set_ready(ready_now)
     # Clusters (Schedulable, hostname, drains) and the peers' GPU use are
-    # required resources: seen only when the TTL runs out (see core.function).
-    rec.set_ttl(TTL_SETTLED if ready_now else TTL_WAITING)
+    # required resources: seen only when the TTL runs out (see core.pacing).
+    rec.set_waiting(not ready_now)
