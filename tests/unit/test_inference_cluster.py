@@ -358,8 +358,14 @@ def test_client_validation_policy_targets_the_https_listener() -> None:
     assert remote(out, "client-cas")["metadata"]["name"] == builders.CLIENT_CAS
 
 
-def _ancestor(status: str, reason: str) -> dict[str, Any]:
-    condition = {"type": "Accepted", "status": status, "reason": reason, "message": "m"}
+def _ancestor(status: str, reason: str, generation: int = 2) -> dict[str, Any]:
+    condition = {
+        "type": "Accepted",
+        "status": status,
+        "reason": reason,
+        "message": "m",
+        "observedGeneration": generation,
+    }
     return {"ancestors": [{"ancestorRef": {"name": CLUSTER_GATEWAY}, "conditions": [condition]}]}
 
 
@@ -369,6 +375,8 @@ def _ancestor(status: str, reason: str) -> dict[str, Any]:
         pytest.param(_ancestor("True", "Accepted"), True, id="accepted"),
         # e.g. a CA ConfigMap Envoy Gateway cannot use (an expired certificate)
         pytest.param(_ancestor("False", "Invalid"), False, id="refused"),
+        # accepted before the policy last changed, not yet since
+        pytest.param(_ancestor("True", "Accepted", generation=1), False, id="accepted-before"),
         pytest.param({"ancestors": []}, False, id="no-ancestor-yet"),
         pytest.param(None, False, id="no-status"),
     ],
@@ -380,6 +388,7 @@ def test_client_validation_is_ready_once_envoy_gateway_accepts_it(
     obj = out.desired["client-validation"]
     assert obj["spec"]["readiness"] == readiness.for_manifest(remote(out, "client-validation"))
     manifest = remote(out, "client-validation")
+    manifest = {**manifest, "metadata": {**manifest["metadata"], "generation": 2}}
     observed = {**manifest, "status": status} if status is not None else manifest
     assert evaluate(obj["spec"]["readiness"]["celQuery"], observed) is ready
 

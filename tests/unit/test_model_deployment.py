@@ -12,13 +12,12 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import celpy
 import pytest
-from celpy.adapter import json_to_cel
 
 from fleetgate.core import names
 from fleetgate.model_deployment.composer import compose
 from tests.support import Outcome, request, run
+from tests.unit.test_core_readiness import evaluate
 
 NS = "team-a"
 NAME = "qwen"
@@ -98,19 +97,32 @@ def placements(*pairs: tuple[str, int]) -> dict[str, Any]:
 # --- observing as Crossplane and provider-kubernetes do ---------------------------
 
 
-def evaluate(cel: str, obj: dict[str, Any]) -> bool:
-    env = celpy.Environment()
-    return bool(env.program(env.compile(cel)).evaluate({"object": json_to_cel(obj)}))
+GENERATION = 1  # of every remote object: applied once
 
 
 def remote_status(manifest: dict[str, Any], ready_replicas: int | None) -> dict[str, Any]:
-    """What a working cluster reports for a remote object."""
+    """What a working cluster reports for a remote object, for its generation.
+
+    A Deployment's status carries the generation it was written for
+    (``status.observedGeneration``); every other controller here stamps each
+    condition (``core.readiness`` cites them).
+    """
     kind = manifest["kind"]
+
+    def cond(type_: str, status: bool | str, reason: str = "r") -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": str(status),
+            "reason": reason,
+            "observedGeneration": GENERATION,
+        }
+
     if kind == "Deployment":
         want = manifest["spec"]["replicas"]
         n = want if ready_replicas is None else ready_replicas
         available = n >= want - want // 4  # the default maxUnavailable of 25%
         return {
+            "observedGeneration": GENERATION,
             "replicas": want,
             "readyReplicas": n,
             "availableReplicas": n,
@@ -119,16 +131,17 @@ def remote_status(manifest: dict[str, Any], ready_replicas: int | None) -> dict[
     # Upstream kinds report for the whole workload, not per replica.
     serving = ready_replicas is None or ready_replicas > 0
     if kind == "Workspace":
-        return {
-            "conditions": [{"type": "WorkspaceSucceeded", "status": str(serving), "reason": "r"}]
-        }
+        return {"conditions": [cond("WorkspaceSucceeded", serving)]}
     if kind == "RayService":
-        return {"conditions": [{"type": "Ready", "status": str(serving), "reason": "r"}]}
+        return {"conditions": [cond("Ready", serving)]}
     if kind == "DynamoGraphDeployment":
         return {"state": "successful" if serving else "pending"}
     if kind in ("HTTPRoute", "InferencePool"):
-        accepted = [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
-        return {"parents": [{"parentRef": {"name": "gw"}, "conditions": accepted}]}
+        return {
+            "parents": [
+                {"parentRef": {"name": "gw"}, "conditions": [cond("Accepted", True, "Accepted")]}
+            ]
+        }
     return {}
 
 
@@ -162,6 +175,7 @@ def observe(
         meta.setdefault("annotations", {})["crossplane.io/composition-resource-name"] = key
         if obj["kind"] == "Object":
             remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
+            remote.setdefault("metadata", {})["generation"] = GENERATION
             remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
             ready = object_ready(obj, remote)
             obj["status"] = {

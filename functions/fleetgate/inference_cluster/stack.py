@@ -43,7 +43,7 @@ from typing import Any, Final
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import dig
-from fleetgate.core.readiness import condition_query
+from fleetgate.core.readiness import Stamp, condition_query
 from fleetgate.inference_cluster import gaie_crds
 from fleetgate.inference_cluster.builders import KEEP_ON_DELETE
 
@@ -308,7 +308,10 @@ def crd_keys() -> tuple[str, ...]:
     return tuple(gaie_crd_manifests())
 
 
-CRD_READY: Final = condition_query("Established")
+# A CRD's conditions are stamped with observedGeneration only behind the
+# CRDObservedGenerationTracking feature gate (k8s.io/apiextensions-apiserver
+# v0.35.4 pkg/apis/apiextensions/v1/types.go:353-358): judged where stamped.
+CRD_READY: Final = condition_query("Established", Stamp.OPTIONAL)
 
 
 def gateway_class(name: str) -> Manifest:

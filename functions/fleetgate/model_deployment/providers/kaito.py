@@ -53,6 +53,8 @@ API_VERSION = "kaito.sh/v1beta1"
 SERVER_PORT = 5000  # where KAITO's Service sends traffic, preset or template
 SERVICE_PORT = 80
 CONFIG_KEY = "inference_config.yaml"
+# Stamped with the Workspace's generation (kaito v0.12.0 pkg/workspace/controllers/
+# workspace_controller.go:1218-1227): judged against it (core.readiness.Stamp).
 READY_CONDITION = "WorkspaceSucceeded"
 WORKSPACE_PART = "workspace"
 CONFIG_PART = "config"

@@ -165,6 +165,9 @@ class KubeRay(Renderer):
     def render(self, workload: Workload) -> Rendered:
         manifest, notes = ray_service(workload)
         return Rendered(
+            # Ready is stamped with status.observedGeneration, set to the
+            # generation first (kuberay v1.7.0 ray-operator/controllers/ray/
+            # rayservice_controller.go:653, 820-829).
             parts=(RemotePart(PART, manifest, condition_query("Ready")),),
             backend_ref={
                 "group": "",
