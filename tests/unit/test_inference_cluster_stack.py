@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from e2e import crds, render
+from fleetgate.core import pacing
 from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
@@ -328,6 +329,6 @@ def test_every_object_read_back_is_watched(installed: list[Any]) -> None:
 def test_ttl_is_short_while_waiting_and_longer_once_settled(installed: list[Any]) -> None:
     # Crossplane v2.2 requeues a realtime XR only after its TTL; the gateways'
     # client CAs are required resources, seen only then.
-    assert installed[0].rsp.meta.ttl.ToSeconds() == 10
+    assert installed[0].rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
     assert installed[-1].composite_ready == "READY_TRUE"
-    assert installed[-1].rsp.meta.ttl.ToSeconds() == 30
+    assert installed[-1].rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import names
+from fleetgate.core import names, pacing
 from fleetgate.model_deployment.composer import compose
 from tests.support import Outcome, request, run
 from tests.unit.test_core_readiness import evaluate
@@ -765,12 +765,12 @@ def test_objects_whose_readiness_is_read_back_are_watched() -> None:
 def test_ttl_is_short_while_waiting_and_longer_once_serving() -> None:
     xr = deployment()
     first = step(xr, [EU])
-    assert first.rsp.meta.ttl.ToSeconds() == 10
+    assert first.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
     nxt, second = serving(xr, [EU])
     assert second.composite_ready == "READY_FALSE", "the endpoints are not ready yet"
-    assert second.rsp.meta.ttl.ToSeconds() == 10
+    assert second.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
     third = step(nxt, [EU], observe(second.desired))
     assert third.composite_ready == "READY_TRUE"
-    assert third.rsp.meta.ttl.ToSeconds() == 30
+    assert third.rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()
     waiting = run(compose, request(xr))  # clusters not looked up yet
-    assert waiting.rsp.meta.ttl.ToSeconds() == 10
+    assert waiting.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
