@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
 from fleetgate.core.function import Reconcile
-from fleetgate.core.observed import dig, has_condition, is_ready, remote_manifest
+from fleetgate.core.observed import condition, dig, has_condition, is_ready, remote_manifest
 from fleetgate.core.runner import run_composer
 from tests.support import request
 
@@ -93,6 +93,10 @@ def _cond(type_: Any, status: Any) -> dict[str, Any]:
     return {"type": type_, "status": status}
 
 
+def _stamped(type_: str, generation: Any, status: str = "True") -> dict[str, Any]:
+    return {**_cond(type_, status), "observedGeneration": generation}
+
+
 OBSERVED: list[tuple[str, dict[str, Any]]] = [
     ("nothing", {}),
     ("no status", {"kind": "Object"}),
@@ -110,6 +114,39 @@ OBSERVED: list[tuple[str, dict[str, Any]]] = [
     ("remote manifest empty", {"status": {"atProvider": {"manifest": {}}}}),
     ("remote manifest not an object", {"status": {"atProvider": {"manifest": "x"}}}),
     ("at provider empty", {"status": {"atProvider": {}}}),
+    # Judged against the object's generation (observed.is_current).
+    (
+        "ready for its generation",
+        {"metadata": {"generation": 4}, "status": {"conditions": [_stamped("Ready", 4)]}},
+    ),
+    (
+        "ready for an older generation",
+        {"metadata": {"generation": 4}, "status": {"conditions": [_stamped("Ready", 3)]}},
+    ),
+    (
+        "ready unstamped at a generation",
+        {"metadata": {"generation": 4}, "status": {"conditions": [_cond("Ready", "True")]}},
+    ),
+    ("ready stamped, no generation", {"status": {"conditions": [_stamped("Ready", 3)]}}),
+    (
+        "stamp not a number",
+        {"metadata": {"generation": 4}, "status": {"conditions": [_stamped("Ready", "4")]}},
+    ),
+    (
+        "stamp null",
+        {"metadata": {"generation": 4}, "status": {"conditions": [_stamped("Ready", None)]}},
+    ),
+    (
+        "generation not a number",
+        {"metadata": {"generation": "4"}, "status": {"conditions": [_stamped("Ready", 3)]}},
+    ),
+    (
+        "stale Ready False, current Ready True",
+        {
+            "metadata": {"generation": 4},
+            "status": {"conditions": [_stamped("Ready", 3, "False"), _stamped("Ready", 4)]},
+        },
+    ),
 ]
 
 
@@ -125,16 +162,7 @@ def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
     assert not rec.observed_ready("other")
     assert rec.observed_remote_exists("r") == (remote_manifest(rec.observed("r")) is not None)
     assert not rec.observed_remote_exists("other")
-    listed = dig(rec.observed("r"), "status", "conditions")
-    first_ready = next(
-        (
-            c
-            for c in (listed if isinstance(listed, list) else [])
-            if isinstance(c, dict) and c.get("type") == "Ready"
-        ),
-        None,
-    )
-    assert rec.observed_condition("r", "Ready") == first_ready
+    assert rec.observed_condition("r", "Ready") == condition(rec.observed("r"), "Ready")
     assert rec.observed_condition("other", "Ready") is None
     # The reduced state reads as the whole Object does for everything it keeps.
     state, full = rec.observed_state("r"), rec.observed("r")
@@ -144,6 +172,7 @@ def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
         assert has_condition(state, type_, status) == has_condition(full, type_, status)
     for path in [("kind",), ("status", "conditions"), ("metadata", "name")]:
         assert dig(state, *path) == dig(full, *path)
+    assert condition(state, "Ready") == condition(full, "Ready")
     for path in [("kind",), ("apiVersion",), ("metadata", "name"), ("status",)]:
         assert dig(remote_manifest(state), *path) == dig(remote_manifest(full), *path)
 
@@ -152,14 +181,19 @@ def test_observed_state_leaves_out_the_remote_spec_and_the_desired_copy() -> Non
     remote = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "engine", "namespace": "ns", "managedFields": [{"big": "x"}]},
+        "metadata": {
+            "name": "engine",
+            "namespace": "ns",
+            "generation": 3,
+            "managedFields": [{"big": "x"}],
+        },
         "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "vllm"}]}}},
         "status": {"readyReplicas": 2.0},
     }
     observed = {
         "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
         "kind": "Object",
-        "metadata": {"name": "o", "annotations": {"a": "b"}},
+        "metadata": {"name": "o", "generation": 2, "annotations": {"a": "b"}},
         "spec": {"forProvider": {"manifest": remote}},
         "status": {"conditions": [_cond("Ready", "True")], "atProvider": {"manifest": remote}},
     }
@@ -167,14 +201,14 @@ def test_observed_state_leaves_out_the_remote_spec_and_the_desired_copy() -> Non
     assert rec.observed_state("r") == {
         "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
         "kind": "Object",
-        "metadata": {"name": "o"},
+        "metadata": {"name": "o", "generation": 2.0},
         "status": {
             "conditions": [_cond("Ready", "True")],
             "atProvider": {
                 "manifest": {
                     "apiVersion": "apps/v1",
                     "kind": "Deployment",
-                    "metadata": {"name": "engine", "namespace": "ns"},
+                    "metadata": {"name": "engine", "namespace": "ns", "generation": 3.0},
                     "status": {"readyReplicas": 2.0},
                 }
             },

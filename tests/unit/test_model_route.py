@@ -509,6 +509,46 @@ def test_an_envoy_gateway_without_patch_policies_is_reported() -> None:
     assert canary(as_observed(canary())).conditions["StrictTiers"][:2] == ("True", "Accepted")
 
 
+def _stamped(observed: dict[str, Obj], key: str, *, generation: int, stamp: int) -> Obj:
+    """The remote object of ``key`` at ``generation``, each condition stamped ``stamp``."""
+    remote: Obj = observed[key]["status"]["atProvider"]["manifest"]
+    remote["metadata"]["generation"] = generation
+    status = remote["status"]
+    for entry in [status, *status.get("parents", []), *status.get("ancestors", [])]:
+        for cond in entry.get("conditions", []):
+            cond["observedGeneration"] = stamp
+    return remote
+
+
+def test_envoy_gateway_resolving_an_older_httproute_leaves_the_route_pending() -> None:
+    """Issue 15: a status written for an older spec said RouteAccepted=True."""
+    observed = as_observed(canary())
+    _stamped(observed, "generated-route", generation=5, stamp=1)
+    out = canary(observed)
+    status, reason, message = out.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "Pending")
+    assert "has not reported Accepted" in message
+    assert out.composite_ready == "READY_FALSE"
+    _stamped(observed, "generated-route", generation=5, stamp=5)
+    assert canary(observed).conditions["RouteAccepted"][0] == "True"
+
+
+def test_a_refusal_of_an_older_spec_is_not_this_ones() -> None:
+    refused = as_observed(canary(), accepted=False, refusal="backend x not found")
+    for obj in refused.values():  # the Objects Ready again: only the route's status lags
+        obj["status"]["conditions"][0]["status"] = "True"
+    _stamped(refused, "route", generation=2, stamp=1)
+    assert canary(refused).conditions["RouteAccepted"][0] == "True"
+    _stamped(refused, "route", generation=2, stamp=2)
+    assert canary(refused).conditions["RouteAccepted"][:2] == ("False", "Refused")
+
+
+def test_strict_tiers_from_an_older_patch_policy_are_pending() -> None:
+    observed = as_observed(canary())
+    _stamped(observed, "strict-tiers", generation=3, stamp=2)
+    assert canary(observed).conditions["StrictTiers"][:2] == ("False", "Pending")
+
+
 # --- invariants ---------------------------------------------------------------------------
 
 

@@ -54,11 +54,14 @@ _STATE_PATHS = (
     ("apiVersion",),
     ("kind",),
     ("metadata", "name"),
+    # What each condition is judged against (observed.is_current).
+    ("metadata", "generation"),
     ("status", "conditions"),
     (*_REMOTE, "apiVersion"),
     (*_REMOTE, "kind"),
     (*_REMOTE, "metadata", "name"),
     (*_REMOTE, "metadata", "namespace"),
+    (*_REMOTE, "metadata", "generation"),
     (*_REMOTE, "status"),
 )
 
@@ -220,7 +223,8 @@ class Reconcile:
         return name in self.req.observed.resources
 
     def observed_ready(self, name: str) -> bool:
-        """``is_ready(observed(name))`` without converting the whole resource.
+        """``is_ready(observed(name))`` without converting the whole resource: Ready, and
+        current (``observed.is_current``: an XR's Ready stamped for an older spec is not).
 
         A function asks this of every resource it composes, on every call; at
         the API's maxima converting each observed Object (its remote manifest
@@ -230,7 +234,8 @@ class Reconcile:
         return name in observed and structs.has_condition(observed[name].resource, "Ready")
 
     def observed_condition(self, name: str, type_: str) -> dict[str, Any] | None:
-        """One condition of a composed resource as observed; None if absent or unobserved."""
+        """One condition of a composed resource as observed; None if absent, stale
+        (``observed.is_current``) or unobserved."""
         observed = self.req.observed.resources
         return structs.condition(observed[name].resource, type_) if name in observed else None
 

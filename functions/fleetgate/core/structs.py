@@ -18,6 +18,8 @@ from typing import Any
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
+from fleetgate.core import observed
+
 _STRING, _STRUCT, _LIST, _NUMBER, _BOOL = (
     "string_value",
     "struct_value",
@@ -172,19 +174,43 @@ def pick(struct: struct_pb2.Struct, paths: Iterable[tuple[str, ...]]) -> dict[st
 
 
 def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -> bool:
-    """Whether ``status.conditions`` holds ``type_`` with ``status``; ``observed.has_condition``
-    read straight from the Struct."""
+    """Whether ``status.conditions`` holds a current ``type_`` with ``status``;
+    ``observed.has_condition`` read straight from the Struct."""
     return any(
         "status" in found.fields
         and found.fields["status"].WhichOneof("kind") == _STRING
         and found.fields["status"].string_value == status
+        and _current(struct, found)
         for found in _conditions(struct, type_)
     )
 
 
 def condition(struct: struct_pb2.Struct, type_: str) -> dict[str, Any] | None:
-    """The first condition of ``type_`` in ``status.conditions``, as plain data; None if none."""
-    return next((to_dict(found) for found in _conditions(struct, type_)), None)
+    """The first current (``observed.is_current``) condition of ``type_`` in
+    ``status.conditions``, as plain data; None if none."""
+    return next(
+        (to_dict(found) for found in _conditions(struct, type_) if _current(struct, found)), None
+    )
+
+
+def _current(struct: struct_pb2.Struct, condition: struct_pb2.Struct) -> bool:
+    """``observed.is_current`` of ``condition`` against ``struct``'s generation."""
+    stamp = condition.fields.get("observedGeneration")
+    if stamp is None:
+        return True  # the common case, read without converting anything
+    generation = lookup(struct, "metadata", "generation")
+    return observed.is_current({"observedGeneration": _scalar(stamp)}, _scalar(generation))
+
+
+def _scalar(value: struct_pb2.Value | None) -> Any:
+    """A number as the float it holds, null or nothing as None, anything else as itself
+    (which no reader takes for a number)."""
+    if value is None:
+        return None
+    kind = value.WhichOneof("kind")
+    if kind == _NUMBER:
+        return value.number_value
+    return None if kind in (None, "null_value") else value
 
 
 def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[struct_pb2.Struct]:

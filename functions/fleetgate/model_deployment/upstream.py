@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fleetgate.core.observed import dig
+from fleetgate.core.observed import condition
 
 # The two ways an API server says "I do not know this field".
 STRICT_DECODING = "strict decoding error: unknown field"
@@ -36,16 +36,17 @@ BUILT_IN_GROUPS = frozenset({"", "apps", "rbac.authorization.k8s.io", "discovery
 
 
 def _synced_false_message(observed: Mapping[str, Any] | None) -> str | None:
-    conditions = dig(observed, "status", "conditions")
-    for condition in conditions if isinstance(conditions, list) else ():
-        if (
-            isinstance(condition, dict)
-            and condition.get("type") == "Synced"
-            and condition.get("status") == "False"
-        ):
-            message = condition.get("message")
-            return message if isinstance(message, str) else ""
-    return None
+    """The message of the Object's Synced=False, if it is about the Object's current spec.
+
+    Crossplane's managed reconciler stamps Synced with the Object's generation
+    (crossplane-runtime v2.0.0-rc.1 pkg/conditions/manager.go:63-73): a refusal
+    stamped for an older spec is not this one's (``observed.is_current``).
+    """
+    synced = condition(dict(observed) if observed is not None else None, "Synced")
+    if synced is None or synced.get("status") != "False":
+        return None
+    message = synced.get("message")
+    return message if isinstance(message, str) else ""
 
 
 def refused_fields(observed: Mapping[str, Any] | None) -> tuple[str, ...] | None:

@@ -12,7 +12,7 @@ from typing import Any
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import ModelRoute
-from fleetgate.core.observed import dig, is_ready, list_conditions, remote_manifest
+from fleetgate.core.observed import condition, dig, is_ready, list_conditions, remote_manifest
 from fleetgate.model_service.builders import (
     GENERATED_ROUTE_KEY,
     ROUTE_KEY,
@@ -30,7 +30,7 @@ def compose(rec: Reconcile) -> None:
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
     for key, obj in route_objects(service, route.spec.gateway, route.spec.backends).items():
-        rec.compose(key, obj, ready=observed_ready(rec, key))
+        rec.compose(key, obj, ready=rec.observed_ready(key))
     rec.set_status(
         route=route_name(service, route.spec.gateway.name), backends=len(route.spec.backends)
     )
@@ -53,24 +53,6 @@ def _refuse_addresses(route: ModelRoute) -> None:
             ) from None
 
 
-def observed_ready(rec: Reconcile, name: str) -> bool:
-    """Whether the observed resource is Ready, read straight from the request.
-
-    A route at the API's limits has hundreds of Objects; converting each
-    whole observed Object to a dict just to read one condition was most of
-    the function's time.
-    """
-    if name not in rec.req.observed.resources:
-        return False
-    status = rec.req.observed.resources[name].resource.fields.get("status")
-    conditions = status.struct_value.fields.get("conditions") if status else None
-    for value in conditions.list_value.values if conditions else ():
-        fields = value.struct_value.fields
-        if "type" in fields and fields["type"].string_value == "Ready":
-            return "status" in fields and fields["status"].string_value == "True"
-    return False
-
-
 def _report(rec: Reconcile) -> None:
     """RouteAccepted: Envoy AI Gateway accepted the route and Envoy Gateway resolved all of it.
 
@@ -80,9 +62,13 @@ def _report(rec: Reconcile) -> None:
     not enough: the HTTPRoute it generates can still hold a backend Envoy
     Gateway cannot resolve, which turns the rule into weighted clusters with an
     invalid share answering 500, priorities lost.
+
+    Every condition is read only while it speaks of its object's current
+    generation (``observed.is_current``): a refusal or an acceptance of an
+    older spec says nothing of this one.
     """
     remote = remote_manifest(rec.observed(ROUTE_KEY))
-    refusal = _condition(remote, "NotAccepted", "False") or _condition(remote, "Accepted", "False")
+    refusal = _refusal(remote, "NotAccepted") or _refusal(remote, "Accepted")
     if refusal is not None:
         why = refusal.get("message") or refusal.get("reason")
         _not_accepted(rec, "Refused", f"Envoy AI Gateway refused the route: {why}")
@@ -136,12 +122,10 @@ def _report_tiers(rec: Reconcile) -> None:
         rec.condition(TIERS, "False", "Pending", "Envoy Gateway has not reported on the patch yet")
 
 
-def _condition(obj: dict[str, Any] | None, type_: str, status: str) -> dict[str, Any] | None:
-    conditions = dig(obj, "status", "conditions")
-    for c in conditions if isinstance(conditions, list) else []:
-        if isinstance(c, dict) and c.get("type") == type_ and c.get("status") == status:
-            return c
-    return None
+def _refusal(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    """``obj``'s current condition ``type_`` if it is False."""
+    found = condition(obj, type_)
+    return found if found is not None and found.get("status") == "False" else None
 
 
 def _not_accepted(rec: Reconcile, reason: str, message: str) -> None:
