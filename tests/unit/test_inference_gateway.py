@@ -34,9 +34,10 @@ PKI = {
     "client-ca-certificate": "Certificate",
     "client-ca-issuer": "Issuer",
     "client-ca-bundle": "Bundle",
-    "client-ca-configmap": "ConfigMap",
     "client-certificate": "Certificate",
 }
+# Observed once the Bundle is Ready: trust-manager has written it by then.
+PUBLISHED = {"client-ca-configmap": "ConfigMap"}
 FRONT_DOOR = {
     "envoy-proxy": "EnvoyProxy",
     "gateway": "Gateway",
@@ -59,15 +60,33 @@ def test_minimal_gateway_composes_pki_and_front_door_only() -> None:
     out = fleet().run()
     assert out.fatal == []
     assert kinds(out) == keys_of(PKI | FRONT_DOOR)
+    assert kinds(fleet().settled()) == keys_of(PKI | PUBLISHED | FRONT_DOOR)
+
+
+def test_the_client_ca_configmap_is_observed_only_once_trust_manager_wrote_it() -> None:
+    """Observing what does not exist yet backs provider-kubernetes off for up to a minute."""
+    minimal = fleet()
+    first = minimal.run()
+    syncing = minimal.run(echo(first, not_ready=("client-ca-bundle",)))
+    assert "client-ca-configmap" not in syncing.desired
+    synced = minimal.run(echo(first))
+    assert "client-ca-configmap" in synced.desired
+    # Once observed it stays, whatever the Bundle does next.
+    resyncing = minimal.run(echo(synced, not_ready=("client-ca-bundle",)))
+    assert "client-ca-configmap" in resyncing.desired
 
 
 def test_full_gateway_adds_auth_tls_and_secret_copies() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     got = kinds(out)
     caller_keys = [k for k in got if k.startswith("caller-keys-")]
     assert len(caller_keys) == 1
     assert got == keys_of(
-        PKI | FRONT_DOOR | AUTH | {caller_keys[0]: "Secret", "tls-ai-example-tls": "Secret"}
+        PKI
+        | PUBLISHED
+        | FRONT_DOOR
+        | AUTH
+        | {caller_keys[0]: "Secret", "tls-ai-example-tls": "Secret"}
     )
 
 
@@ -404,7 +423,7 @@ READINESS: list[tuple[str, str, Obj]] = [
     ids=[f"{c[0]}: {c[1]}" for c in READINESS],
 )
 def test_objects_are_ready_the_way_their_kind_reports_it(key: str, policy: Obj) -> None:
-    assert fleet(full=True).run().desired[key]["spec"]["readiness"] == policy
+    assert fleet(full=True).settled().desired[key]["spec"]["readiness"] == policy
 
 
 def test_policies_are_ready_once_an_ancestor_accepts_them() -> None:
@@ -450,7 +469,7 @@ def test_secrets_reach_the_cluster_only_by_reference() -> None:
 
 
 def test_no_composed_object_observes_a_secret() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     observe_only = [
         o for o in out.desired.values() if o["spec"].get("managementPolicies") == ["Observe"]
     ]
@@ -523,7 +542,7 @@ def test_gate_says_why_and_composes_nothing_half_open(
 )
 def test_gate_keeps_everything_composed_before(changes: dict[str, Any], reason: str) -> None:
     served = fleet(full=True)
-    before = echo(served.run())
+    before = echo(served.settled())
     out = served.with_(**changes).run(before)
     assert out.conditions["GatewayReady"][1] == reason
     assert set(out.desired) == set(before), "a closed gate deletes nothing"
@@ -533,7 +552,7 @@ def test_gate_keeps_everything_composed_before(changes: dict[str, Any], reason: 
 
 def test_a_kept_secret_copy_loses_what_the_provider_wrote_back() -> None:
     served = fleet(full=True)
-    before = echo(served.run())
+    before = echo(served.settled())
     for obj in before.values():
         remote = obj["spec"]["forProvider"]["manifest"]
         if remote["kind"] == "Secret":

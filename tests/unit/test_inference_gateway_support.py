@@ -127,6 +127,10 @@ class Fleet:
     def run(self, observed: dict[str, Obj] | None = None) -> Outcome:
         return run(compose, request(self.gateway, required=self.required(), observed=observed))
 
+    def settled(self) -> Outcome:
+        """The second pass: everything the first composed is Ready, so all of it is composed."""
+        return self.run(echo(self.run()))
+
 
 def fleet(*, full: bool = False, clusters: list[Obj] | None = None, **spec: Any) -> Fleet:
     """A gateway whose every input exists: minimal, or with ``full`` every option set."""

@@ -41,12 +41,15 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     assert "clientCACertificate" not in out.composite.get("status", {})
     assert all(r.ready == fnv1.READY_UNSPECIFIED for r in out.rsp.desired.resources.values())
 
-    # The PKI is issued and trust-manager has published the CA; the Gateway
-    # has an address but is not programmed yet.
+    # The PKI is issued: trust-manager has written the CA's ConfigMap, which
+    # is observed from now on. The Gateway has an address, not programmed yet.
     remote = {
         "client-ca-configmap": published_ca(CLIENT_CA),
         "gateway": {"status": {"addresses": PROGRAMMED["status"]["addresses"]}},
     }
+    out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
+    assert "clientCACertificate" not in out.composite.get("status", {})
+    assert "client-ca-configmap" in out.desired
     out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
     status = out.composite["status"]
     assert status["clientCACertificate"] == CLIENT_CA
@@ -324,7 +327,7 @@ def test_the_gateways_own_cluster_is_resolved_too() -> None:
 
 def test_unresolved_clusters_keep_what_was_composed() -> None:
     published = fleet(clusters=[cluster_xr(), cluster_xr("eu-west", address="203.0.113.10")])
-    before = echo(published.run())
+    before = echo(published.settled())
     out = published.with_(clusters=None).run(before)
     assert set(out.desired) == set(before)
 

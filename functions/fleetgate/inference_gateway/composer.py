@@ -139,8 +139,14 @@ class OnCluster:
         self.put(naming.CLIENT_CERTIFICATE, leaf)
         # trust-manager owns the ConfigMap; observing it is how the CA
         # certificate (never its key: that stays in a Secret nothing
-        # observes) reaches status.
-        self.put(naming.CLIENT_CA_CONFIGMAP, ca.published(), observe_only=True)
+        # observes) reaches status. Observed only once the Bundle is Synced,
+        # i.e. trust-manager wrote it: an Object observing what does not exist
+        # is requeued with exponential backoff (crossplane-runtime
+        # v2.0.0-rc.1 pkg/reconciler/managed/reconciler.go:1136-1142), which
+        # held a gateway's CA back ~30 s on the real control plane.
+        key = naming.CLIENT_CA_CONFIGMAP
+        if self.rec.has_observed(key) or self.rec.observed_ready(naming.pki_key("ca-bundle")):
+            self.put(key, ca.published(), observe_only=True)
 
     def front_door(self, gateway: InferenceGateway, inputs: FrontDoor) -> None:
         names = self.names
