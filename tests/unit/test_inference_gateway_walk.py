@@ -153,46 +153,27 @@ def test_without_auth_a_programmed_gateway_is_ready() -> None:
 # --- caller keys change -------------------------------------------------------------
 
 
-def caller_secret_key(desired: dict[str, Obj]) -> list[str]:
-    return sorted(k for k in desired if k.startswith("caller-keys-"))
-
-
 def credential_refs(desired: dict[str, Obj]) -> list[str]:
     refs = manifest(desired["caller-auth"])["spec"]["apiKeyAuth"]["credentialRefs"]
     return [r["name"] for r in refs]
 
 
-def test_changed_callers_move_to_a_new_secret_without_a_gap() -> None:
+def test_a_revoked_caller_leaves_the_one_secret_in_one_apply() -> None:
+    """provider-kubernetes applies server-side: a key no longer applied leaves the Secret."""
     before = fleet(full=True)
     first = before.run()
-    (old_key,) = caller_secret_key(first.desired)
-    old_name = manifest(first.desired[old_key])["metadata"]["name"]
+    secret = manifest(first.desired["caller-keys"])
+    assert set(secret["data"]) == {"alice", "bob"}
+    assert credential_refs(first.desired) == [secret["metadata"]["name"]]
 
-    # Bob is revoked: a new Secret holds Alice only.
     revoked = before.with_(callers=[callers(keys={"alice": "sk-alice"})])
     out = revoked.run(echo(first))
-    (new_key,) = [k for k in caller_secret_key(out.desired) if k != old_key]
-    new_name = manifest(out.desired[new_key])["metadata"]["name"]
-    assert new_name != old_name
-    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
-    assert credential_refs(out.desired) == [old_name], "the new Secret is not there yet"
-
-    # The new Secret exists: the policy names it, the old Secret stays until
-    # the cluster's policy has switched.
-    out = revoked.run(echo(out))
-    assert caller_secret_key(out.desired) == sorted([old_key, new_key])
-    assert credential_refs(out.desired) == [new_name]
-
-    out = revoked.run(echo(out))
-    assert caller_secret_key(out.desired) == [new_key], "the revoked key's Secret goes"
-    assert credential_refs(out.desired) == [new_name]
-
-
-def test_unchanged_callers_keep_their_secret() -> None:
-    full = fleet(full=True)
-    first = full.run()
-    again = full.run(echo(first))
-    assert caller_secret_key(again.desired) == caller_secret_key(first.desired)
+    after = out.desired["caller-keys"]
+    assert manifest(after)["metadata"]["name"] == secret["metadata"]["name"]
+    assert set(manifest(after)["data"]) == {"alice"}
+    assert [r["patchesFrom"]["fieldPath"] for r in after["spec"]["references"]] == ["data[alice]"]
+    assert credential_refs(out.desired) == [secret["metadata"]["name"]]
+    assert not [k for k in out.desired if k.startswith("caller-keys") and k != "caller-keys"]
 
 
 # --- name resolution -----------------------------------------------------------------

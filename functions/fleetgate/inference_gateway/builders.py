@@ -171,7 +171,7 @@ def projected_secret(name: str, names: GatewayNames, *, type_: str) -> Manifest:
     return names.remote("v1", "Secret", name, type=type_)
 
 
-def caller_auth(names: GatewayNames, caller_secrets: list[str]) -> Manifest:
+def caller_auth(names: GatewayNames, caller_secret: str) -> Manifest:
     """API-key authentication on every route of the Gateway; the caller passed on by name."""
     return names.remote(
         ENVOY_GATEWAY_API,
@@ -180,9 +180,7 @@ def caller_auth(names: GatewayNames, caller_secrets: list[str]) -> Manifest:
         spec={
             "targetRefs": [_gateway_ref(names)],
             "apiKeyAuth": {
-                "credentialRefs": [
-                    {"group": "", "kind": "Secret", "name": s} for s in caller_secrets
-                ],
+                "credentialRefs": [{"group": "", "kind": "Secret", "name": caller_secret}],
                 "extractFrom": [{"headers": list(API_KEY_HEADERS)}],
                 "forwardClientIDHeader": CALLER_HEADER,
                 # The key stops here: no backend, least of all a provider, sees it.

@@ -186,34 +186,25 @@ class OnCluster:
         self.put(naming.tls_key(source), manifest, secret_patches=refs)
         return remote
 
-    def caller_secret(self, callers: CallerKeys) -> list[str]:
-        """Project every caller key into one Secret; return the Secret(s) the policy names.
+    def caller_secret(self, callers: CallerKeys) -> str:
+        """Project every caller key into one Secret; its remote name, for the policy.
 
-        A new set of identities gets a new Secret (``GatewayNames.caller_keys``
-        says why), and the switch never lets the policy name a Secret that is
-        not on the cluster (Envoy Gateway then fails every route):
-        the policy keeps naming the old Secret until the new one exists, and
-        the old one goes only once the cluster's policy names the new one.
+        One Secret under one name for the gateway's life: provider-kubernetes
+        applies server-side as the Object's own field manager, with forced
+        ownership (v1.2.1 internal/controller/namespaced/object/syncer.go:
+        131-137), so a key the next apply leaves out (a revoked caller) is
+        removed from the Secret on the cluster, as ``make e2e``'s revocation
+        drill checks. The policy therefore never names a Secret that is not
+        there, and a revocation is one apply.
         """
-        key_set = naming.key_set_digest(list(callers.sources))
-        key = naming.caller_keys_key(key_set)
-        remote = self.names.caller_keys(key_set)
+        remote = self.names.caller_keys
         refs = [
             secret_patch(secret=source, namespace=SYSTEM_NAMESPACE, key=identity)
             for identity, source in callers.sources.items()
         ]
         manifest = builders.projected_secret(remote, self.names, type_="Opaque")
-        self.put(key, manifest, secret_patches=refs)
-        observed = self.rec.req.observed.resources
-        previous = sorted(n for n in observed if n.startswith(naming.CALLER_KEYS) and n != key)
-        if not previous or _policy_names(self.rec.observed(naming.CALLER_AUTH)) == [remote]:
-            return [remote]
-        for name in previous:
-            self.rec.keep_all(name)
-        if self.rec.observed_ready(key):
-            return [remote]
-        old = (_applied_name(self.rec.observed(name)) for name in previous)
-        return sorted(name for name in old if name) or [remote]
+        self.put(naming.CALLER_KEYS, manifest, secret_patches=refs)
+        return remote
 
     def cluster_cas(self, reachable: list[PublishedCluster] | None) -> None:
         """This gateway's copy of each published cluster's CA, which its Backends trust."""
@@ -245,18 +236,6 @@ class OnCluster:
             if cluster.family is not None:
                 key = naming.resolve_slice_key(cluster.name, cluster.family)
                 self.put(key, resolution.endpoint_slice(cluster, self.names))
-
-
-def _policy_names(observed: dict[str, Any] | None) -> list[str]:
-    """The caller Secrets the SecurityPolicy on the cluster names, as last observed there."""
-    auth = ((remote_manifest(observed) or {}).get("spec") or {}).get("apiKeyAuth") or {}
-    return [str(ref.get("name")) for ref in auth.get("credentialRefs") or []]
-
-
-def _applied_name(observed: dict[str, Any] | None) -> str:
-    """The remote name an observed Object was asked to apply."""
-    manifest = (((observed or {}).get("spec") or {}).get("forProvider") or {}).get("manifest")
-    return str(((manifest or {}).get("metadata") or {}).get("name") or "")
 
 
 def _report(

@@ -4,7 +4,7 @@ Several InferenceGateways may share a cluster, so each remote name is derived
 from the gateway's name. The three names other functions rely on (the
 Gateway, the client certificate's Secret, the per-cluster CA ConfigMaps) come
 from ``core.names``; the rest hang off the same ``fleetgate-gw-<gateway>``
-prefix. Names built from a second input (a source Secret, a key set) always
+prefix. Names built from a second input (a source Secret) always
 end in a hash of the exact inputs, so ``-`` joins can never make two meet.
 """
 
@@ -22,7 +22,7 @@ from fleetgate.core.pki import CertificateAuthority
 GATEWAY = "gateway"
 ENVOY_PROXY = "envoy-proxy"
 CALLER_AUTH = "caller-auth"
-CALLER_KEYS = "caller-keys-"
+CALLER_KEYS = "caller-keys"
 TLS = "tls-"
 FAILOVER = "failover-policy"
 LISTENER_POLICY = "listener-policy"
@@ -53,10 +53,6 @@ def pki_key(role: str) -> str:
     return f"{CLIENT_PKI}{role}"
 
 
-def caller_keys_key(key_set: str) -> str:
-    return f"{CALLER_KEYS}{key_set}"
-
-
 def tls_key(source: str) -> str:
     return f"{TLS}{source}"
 
@@ -73,11 +69,6 @@ def resolve_slice_key(cluster: str, family: str) -> str:
 
 def cluster_ca_key(cluster: str) -> str:
     return f"{CLUSTER_CA}{names.cluster_label(cluster)}"
-
-
-def key_set_digest(keys: list[str]) -> str:
-    """A short digest naming one set of caller identities (see ``GatewayNames.caller_keys``)."""
-    return names.digest("\x1f".join(sorted(keys)))
 
 
 # --- remote names -----------------------------------------------------------
@@ -144,15 +135,10 @@ class GatewayNames:
     def client_subject(self) -> str:
         return f"Fleetgate gateway {self.gateway_name}"
 
-    def caller_keys(self, key_set: str) -> str:
-        """The Secret holding every caller key, named by its set of identities.
-
-        provider-kubernetes applies with a merge patch, which never removes a
-        key. A caller whose key is withdrawn therefore moves the keys into a
-        new Secret (and the old one is deleted), so a revoked key cannot
-        linger on the cluster.
-        """
-        return names.object_name(self.prefix, "callers", key_set)
+    @property
+    def caller_keys(self) -> str:
+        """The Secret holding every caller key (``OnCluster.caller_secret`` says why one)."""
+        return names.object_name(self.prefix, "callers")
 
     def tls(self, source: str) -> str:
         return names.object_name(
