@@ -246,6 +246,7 @@ class Fleet:
     desired: dict[XRKey, dict[str, Obj]] = field(default_factory=dict)  # as the function said
     results: dict[XRKey, list[Obj]] = field(default_factory=dict)  # last pass's warnings
     owner: dict[XRKey, XRKey] = field(default_factory=dict)  # composed XR -> owning XR
+    sources: dict[XRKey, Obj] = field(default_factory=dict)  # XRs as applied, for re-applying
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fleet-")))
 
     @classmethod
@@ -267,6 +268,7 @@ class Fleet:
             self.secrets = [s for s in self.secrets if key_of(s) != key_of(obj)] + [as_stored(obj)]
         else:
             self.xrs[key_of(obj)] = obj
+            self.sources[key_of(obj)] = copy.deepcopy(obj)
 
     def delete(self, key: XRKey) -> None:
         self.xrs.pop(key, None)

@@ -5,7 +5,7 @@ fleet walk can print all of them and the tests can assert on each.
 """
 
 import base64
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -13,7 +13,8 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import functions, render, validate
+from e2e import fleetdrills, functions, render, validate
+from e2e.driver import Emulation, Route, published_client_cas, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
@@ -30,83 +31,24 @@ def _selected(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in wanted.items())
 
 
-@dataclass(frozen=True)
-class Backend:
-    """One backendRef of a route, resolved to what the gateway dials."""
-
-    name: str
-    priority: int
-    weight: int
-    model: str
-    hostname: str
-    port: int
-    tls: dict[str, Any]
-    removes_caller: bool
-    credential: bool
-    prefix: str
-
-
-@dataclass(frozen=True)
-class Route:
-    service: XRKey
-    gateway: str
-    url: str
-    backends: list[Backend]
-
-
 def gateways(fleet: Fleet) -> dict[str, Obj]:
     return {k[2]: xr for k, xr in fleet.xrs.items() if k[0] == "InferenceGateway"}
 
 
 def routes(fleet: Fleet) -> list[Route]:
     """Every AIGatewayRoute the services composed (through their ModelRoutes), resolved."""
-    by_gateway_name = {names.fleet_gateway(g): g for g in gateways(fleet)}
-    found = []
-    for key in fleet.ordered():
-        if key[0] != "ModelService":
-            continue
-        children = sorted(child for child, parent in fleet.owner.items() if parent == key)
-        remote = [m for child in children for m in fleet.remote(child)]
-        index = {(m["kind"], m["_providerConfig"], _name(m)): m for m in remote}
-        for route in (m for m in remote if m["kind"] == "AIGatewayRoute"):
-            gateway = by_gateway_name[route["spec"]["parentRefs"][0]["name"]]
-            pc = route["_providerConfig"]
-            url = gateways(fleet)[gateway].get("status", {}).get("endpoints", {}).get("openAI", "?")
-            backends = []
-            for ref in route["spec"]["rules"][0]["backendRefs"]:
-                ai = index[("AIServiceBackend", pc, ref["name"])]
-                backend = index[("Backend", pc, ai["spec"]["backendRef"]["name"])]
-                fqdn = backend["spec"]["endpoints"][0]["fqdn"]
-                policies = [
-                    m
-                    for m in remote
-                    if m["kind"] == "BackendSecurityPolicy"
-                    and m["_providerConfig"] == pc
-                    and any(t["name"] == ref["name"] for t in m["spec"]["targetRefs"])
-                ]
-                backends.append(
-                    Backend(
-                        name=ref["name"],
-                        priority=int(ref.get("priority", 0)),
-                        weight=int(ref.get("weight", 1)),
-                        model=ref.get("modelNameOverride", "(caller's)"),
-                        hostname=fqdn["hostname"],
-                        port=int(fqdn["port"]),
-                        tls=backend["spec"].get("tls") or {},
-                        removes_caller=CALLER_HEADER
-                        in ((ai["spec"].get("headerMutation") or {}).get("remove") or []),
-                        credential=bool(policies),
-                        prefix=ai["spec"]["schema"].get("prefix", ""),
-                    )
-                )
-            found.append(Route(key, gateway, url, backends))
-    return found
+    return Emulation(fleet).routes()
 
 
 def routing_table(fleet: Fleet) -> str:
     """What a caller sees: model → gateway URL → tiers → endpoints."""
+    return table(routes(fleet))
+
+
+def table(found: list[Route]) -> str:
+    """The routing table of ``found``, routes however read."""
     lines = []
-    for route in routes(fleet):
+    for route in found:
         model = f"{route.service[1]}/{route.service[2]}"
         lines.append(f"{model}  via {route.gateway}  {route.url}")
         for priority in sorted({b.priority for b in route.backends}):
@@ -196,31 +138,7 @@ def check_backends(fleet: Fleet) -> list[str]:
 
 def check_cluster_trust(fleet: Fleet) -> list[str]:
     """Each cluster gateway trusts exactly the client CAs the fleet gateways published."""
-    published = [
-        gw["status"]["clientCACertificate"]
-        for _, gw in sorted(gateways(fleet).items())
-        if (gw.get("status") or {}).get("clientCACertificate")
-    ]
-    want = "".join(ca if ca.endswith("\n") else ca + "\n" for ca in published)
-    problems = []
-    for key in fleet.ordered():
-        if key[0] != "InferenceCluster":
-            continue
-        remote = fleet.remote(key)
-        policies = [m for m in remote if m["kind"] == "ClientTrafficPolicy"]
-        if not policies:
-            problems.append(f"{describe(key)} validates no client certificates")
-            continue
-        refs = policies[0]["spec"]["tls"]["clientValidation"]["caCertificateRefs"]
-        bundle = next(
-            (m for m in remote if m["kind"] == "ConfigMap" and _name(m) == refs[0]["name"]), None
-        )
-        trusted = ((bundle or {}).get("data") or {}).get("ca.crt")
-        if trusted != want:
-            problems.append(
-                f"{describe(key)} trusts {trusted!r:.80}, not the {len(published)} published CAs"
-            )
-    return problems
+    return trust_problems(published_client_cas(fleet.xrs), Emulation(fleet).trusted_client_cas())
 
 
 def secret_values(fleet: Fleet) -> list[str]:
@@ -334,28 +252,6 @@ def drill_cluster_unresolvable(fleet: Fleet) -> list[str]:
     return _dropped(fleet, "InferenceCluster")
 
 
-def drill_drain(fleet: Fleet, cluster: str = "us.east") -> list[str]:
-    """A drained cluster leaves every route; the other cluster keeps serving."""
-    key: XRKey = ("InferenceCluster", "", cluster)
-    xr = fleet.xrs[key]
-    fleet.xrs[key] = {**xr, "spec": {**xr["spec"], "schedulable": False}}
-    fleet.converge()
-    drained, others = (
-        names.cluster_hostname(cluster),
-        set(hosting_clusters(fleet)) - {names.cluster_hostname(cluster)},
-    )
-    problems = []
-    for route in routes(fleet):
-        hosts = {b.hostname for b in route.backends}
-        if drained in hosts:
-            problems.append(
-                f"{describe(route.service)} on {route.gateway} still routes to {cluster}"
-            )
-        if not hosts & others:
-            problems.append(f"{describe(route.service)} on {route.gateway} lost the other cluster")
-    return problems
-
-
 def drill_credential_deleted(
     fleet: Fleet, namespace: str = "team-a", name: str = "openai"
 ) -> list[str]:
@@ -389,12 +285,18 @@ def drill_gateway_deleted(fleet: Fleet, gateway: str = "internal") -> list[str]:
     return problems
 
 
+def on_emulation(drill: fleetdrills.Drill) -> Callable[[Fleet], list[str]]:
+    """A shared drill (e2e/fleetdrills.py), run on the offline walk's fleet."""
+    return lambda fleet: drill(Emulation(fleet))
+
+
+_SHARED = list(fleetdrills.DRILLS.items())
 DRILLS = {
     "first call of a reconcile (nothing resolved): nothing deleted": drill_nothing_resolved,
     "InferenceClusters unresolvable: nothing composed earlier is deleted": (
         drill_cluster_unresolvable
     ),
-    "a drained cluster leaves the routes; the other keeps serving": drill_drain,
+    _SHARED[0][0]: on_emulation(_SHARED[0][1]),  # the drain
     "a deleted credential takes the fallback out of the route, with a warning": (
         drill_credential_deleted
     ),

@@ -17,8 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+from e2e import fleetcheck, fleetdrills
 from e2e.controlplane import drills, fleet, processes, refusals, stack, workloads
 from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,6 +68,7 @@ def run(command: str) -> int:
                     outcome.seconds, 1
                 )
                 checks.append(_at_rest(f"after '{drill.name}'", outcome.hits))
+            checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
             for refusal in refusals.refusals(st.cp, docs):
                 problem = refusals.attempt(st.cp, refusal)
                 print(f"refused: {refusal.name}" if problem is None else f"FAILED: {problem}")
@@ -104,6 +107,27 @@ def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> dict[str, float]:
             figures[f"seconds from the first apply until every {kind} Ready"] = round(seconds)
     print()
     return figures
+
+
+def _fleet_drills(
+    driver: ControlPlane, needles: dict[str, str], figures: dict[str, float]
+) -> list[bool]:
+    """The drills shared with the offline walk (e2e/fleetdrills.py): one check each, and
+    the secret search after each. A wait that runs out raises DrillError, with what is left."""
+    print("routing table, as the workload clusters hold it:")
+    print(fleetcheck.table(driver.routes()))
+    checks = []
+    for title, drill in fleetdrills.DRILLS.items():
+        print(f"drill: {title}")
+        driver.timings.clear()
+        problems = drill(driver)
+        for what, seconds in driver.timings:
+            figures[f"seconds until '{what}' held and converged"] = round(seconds, 1)
+        print("\n".join(f"  FAILED: {p}" for p in problems) or f"  passed: {title}")
+        checks.append(not problems)
+        hits = fleet.secrets_at_rest(driver.cp, needles)
+        checks.append(_at_rest(f"after '{title}'", hits))
+    return checks
 
 
 def _at_rest(when: str, hits: list[str]) -> bool:

@@ -155,6 +155,16 @@ class Kube:
                     res = Resource(entry["name"], entry["namespaced"], frozenset())
                     yield api_version, entry["kind"], res
 
+    def every_object(self, *skip: str) -> Iterator[Obj]:
+        """Every object of every listable kind the server serves, but the kinds in ``skip``."""
+        for api_version, kind, _ in self.all_resources():
+            if kind in skip:
+                continue
+            try:
+                yield from self.list(api_version, kind)
+            except ApiError:
+                continue
+
     # --- objects ---------------------------------------------------------------
 
     def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
@@ -195,6 +205,16 @@ class Kube:
         meta = obj["metadata"]
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
         result: Obj = self.request("PUT", path + (f"/{subresource}" if subresource else ""), obj)
+        return result
+
+    def merge_patch(
+        self, api_version: str, kind: str, name: str, namespace: str, patch: Obj
+    ) -> Obj:
+        """``kubectl patch --type merge``: RFC 7386 merge of ``patch`` into the stored object."""
+        path = self.path(api_version, kind, namespace, name)
+        result: Obj = self.request(
+            "PATCH", path, patch, content_type="application/merge-patch+json"
+        )
         return result
 
     def update_status(self, obj: Obj) -> Obj:
