@@ -75,3 +75,18 @@ def test_every_answer_carries_the_ttl_its_conditions_call_for() -> None:
     assert _answer(["True"], xr_conditions=[]) == pacing.SETTLED.total_seconds()
     assert _answer([], xr_conditions=[], waiting=True) == pacing.WAITING_MIN.total_seconds()
     assert _answer(["False"], xr_conditions=[], waiting=False) == pacing.SETTLED.total_seconds()
+
+
+def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> None:
+    """A gateway serving while a new cluster publishes itself: quick when new, calm when old."""
+
+    def waited(created: object) -> float:
+        got = pacing.ttl(
+            waiting=True, false_now=(), observed_conditions=[], now=NOW, created=created
+        )
+        return got.total_seconds()
+
+    assert waited((NOW - datetime.timedelta(seconds=16)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 2
+    assert waited((NOW - datetime.timedelta(seconds=80)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 10
+    assert waited("2020-01-01T00:00:00Z") == 30
+    assert waited(None) == 2

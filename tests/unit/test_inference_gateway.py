@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import names, readiness
+from fleetgate.core import names, pacing, readiness
 from fleetgate.inference_gateway import builders
 from fleetgate.inference_gateway.composer import compose
 from tests.support import request, run
@@ -16,8 +16,10 @@ from tests.unit.test_inference_gateway_support import (
     GATEWAY,
     HOME,
     NS,
+    PROGRAMMED,
     TLS_KEY,
     Obj,
+    accepted,
     callers,
     cluster_xr,
     echo,
@@ -803,3 +805,21 @@ def test_every_object_whose_status_is_read_back_is_watched() -> None:
         )
         assert spec.get("watch", False) == read_back, key
     assert any(o["spec"].get("watch") for o in out.desired.values())
+
+
+def test_a_cluster_still_publishing_itself_brings_the_next_call_closer() -> None:
+    """Its hostname and CA are a required resource: seen only when the TTL runs out."""
+    published = cluster_xr("eu-west", address="203.0.113.10")
+    publishing = cluster_xr("us-east", hostname=False)
+    serving = fleet(clusters=[published])
+    ready = serving.run(
+        echo(serving.settled(), remote={"gateway": PROGRAMMED, "caller-auth": accepted()})
+    )
+    assert ready.conditions["GatewayReady"][0] == "True"
+    assert ready.rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()
+    waiting = fleet(clusters=[published, publishing])
+    out = waiting.run(
+        echo(waiting.settled(), remote={"gateway": PROGRAMMED, "caller-auth": accepted()})
+    )
+    assert out.conditions["GatewayReady"][0] == "True"
+    assert out.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()

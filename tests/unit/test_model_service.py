@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.plan import model_route_name, route_key
@@ -679,6 +680,11 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     assert routed(gone) == {"qwen-eu-1", "qwen-us-1"}
     assert any("Secret team-a/openai does not exist" in w for w in gone.warnings)
     assert gone.composite["status"]["endpoints"] == {"total": 3, "ready": 2}
+    # Routed, but the left-out endpoint's return is a required resource, seen
+    # only on a call: the service asks again sooner than a settled one.
+    assert accepted.rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()
+    assert condition(gone)[0] == "True"
+    assert gone.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
 
     # Pass 5: a cluster withdraws its CA: its endpoint leaves too.
     required["clusters"] = [

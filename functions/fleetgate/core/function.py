@@ -319,6 +319,8 @@ class Reconcile:
         """Say whether this XR waits for something, which paces the next call (``pacing``).
 
         Without it, the XR is waiting while any condition reported is False.
+        ``True`` also covers an XR that serves but will do more once another
+        XR publishes something (a required resource, seen only on a call).
         """
         self._waiting = waiting
 
@@ -359,7 +361,8 @@ class Reconcile:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
         false_now = [c.type for c in self.rsp.conditions if c.status == _STATUS["False"]]
         observed = structs.to_dict(
-            self.req.observed.composite.resource, only={"status": {"conditions": None}}
+            self.req.observed.composite.resource,
+            only={"metadata": {"creationTimestamp": None}, "status": {"conditions": None}},
         )
         conditions = (observed.get("status") or {}).get("conditions") or []
         ttl = pacing.ttl(
@@ -367,6 +370,7 @@ class Reconcile:
             false_now=false_now,
             observed_conditions=[c for c in conditions if isinstance(c, dict)],
             now=datetime.now(UTC),
+            created=(observed.get("metadata") or {}).get("creationTimestamp"),
         )
         self.rsp.meta.ttl.FromTimedelta(ttl)
 

@@ -36,22 +36,29 @@ def ttl(
     false_now: Iterable[str],
     observed_conditions: Iterable[Mapping[str, Any]],
     now: datetime.datetime,
+    created: object = None,
 ) -> datetime.timedelta:
     """The TTL for an answer; ``false_now`` the condition types it reports False.
 
     How long the XR has waited is read from ``observed_conditions`` (the XR's
     as Crossplane stored them): the oldest ``lastTransitionTime`` of a
     condition in ``false_now`` that was False already. One that just turned
-    False has waited for nothing yet.
+    False has waited for nothing yet. An XR waiting with every condition True
+    (a gateway serving while a new cluster is still publishing itself) has
+    waited since it was ``created`` (its creationTimestamp): a new fleet's
+    hops stay quick, and an old XR asks no more often than a settled one.
     """
     if not waiting:
         return SETTLED
     types = set(false_now)
-    since = [
-        _time(c.get("lastTransitionTime"))
-        for c in observed_conditions
-        if c.get("type") in types and c.get("status") == "False"
-    ]
+    if types:
+        since = [
+            _time(c.get("lastTransitionTime"))
+            for c in observed_conditions
+            if c.get("type") in types and c.get("status") == "False"
+        ]
+    else:
+        since = [_time(created)]
     known = [t for t in since if t is not None]
     waited = now - min(known) if known else datetime.timedelta(0)
     return min(SETTLED, max(WAITING_MIN, waited / BACKOFF))

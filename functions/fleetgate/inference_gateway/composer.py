@@ -49,6 +49,10 @@ def compose(rec: Reconcile) -> None:
     else:
         on.front_door(gateway, front_door)
     reachable = None if clusters is None else _reachable(rec, clusters)
+    if clusters is not None and reachable is not None and len(reachable) < len(clusters):
+        # A cluster still publishing its hostname and CA joins on a later call
+        # (they are required resources): ask again soon (core.pacing).
+        rec.set_waiting(True)
     on.cluster_cas(reachable)
     on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
     if isinstance(front_door, Blocked):

@@ -309,6 +309,9 @@ def _report(
         names = ", ".join(routes)
         rec.condition(CONDITION, "True", "RoutesAccepted", f"accepted on {names}; {routed}")
         rec.set_ready(True)
+        # An endpoint not usable yet joins once its ModelEndpoint says so, a
+        # required resource seen only on a call: ask again soon (core.pacing).
+        rec.set_waiting(len(screening.routable) < screening.total)
         return
     reason = "WaitingForGateways" if pending else "WaitingForRoutes"
     rec.condition(CONDITION, "False", reason, f"pending on {'; '.join(waiting)}; {routed}")
