@@ -455,15 +455,58 @@ def test_rbac_covers_every_required_kind_read_only() -> None:
     assert granted == {*plurals, ("", "secrets")}
 
 
+GC = "system:kube-controller-manager"
+BEING_DELETED: dict[str, Any] = {"deletionTimestamp": "2026-12-01T17:56:26Z"}
+DELETING: dict[str, Any] = {"metadata": BEING_DELETED, "spec": {"backends": []}}
+ROUTE: dict[str, Any] = {"metadata": {}, "spec": {"backends": []}}
+CHANGED: dict[str, Any] = {"metadata": {}, "spec": {"backends": [{"endpoint": "mine"}]}}
+
+
 @pytest.mark.parametrize(
-    ("username", "allowed"),
+    ("username", "operation", "old", "new", "allowed"),
     [
-        pytest.param("system:serviceaccount:crossplane-system:crossplane", True, id="crossplane"),
-        pytest.param("system:serviceaccount:team-a:default", False, id="a team's account"),
-        pytest.param("alice@example.com", False, id="a person"),
+        pytest.param(
+            "system:serviceaccount:crossplane-system:crossplane",
+            "CREATE",
+            None,
+            ROUTE,
+            True,
+            id="crossplane",
+        ),
+        pytest.param(
+            "system:serviceaccount:team-a:default",
+            "CREATE",
+            None,
+            ROUTE,
+            False,
+            id="a team's account",
+        ),
+        pytest.param("alice@example.com", "CREATE", None, ROUTE, False, id="a person"),
+        pytest.param("alice@example.com", "UPDATE", ROUTE, CHANGED, False, id="a person's edit"),
+        pytest.param(
+            GC,
+            "UPDATE",
+            DELETING,
+            {**DELETING, "metadata": {**BEING_DELETED, "finalizers": []}},
+            True,
+            id="the garbage collector finishing a foreground deletion",
+        ),
+        pytest.param(
+            "alice@example.com",
+            "UPDATE",
+            DELETING,
+            {**CHANGED, "metadata": BEING_DELETED},
+            False,
+            id="a person's edit of a route being deleted",
+        ),
+        pytest.param(
+            GC, "UPDATE", ROUTE, ROUTE, False, id="an update of a route not being deleted"
+        ),
     ],
 )
-def test_only_crossplane_writes_modelroutes(username: str, allowed: bool) -> None:
+def test_only_crossplane_writes_modelroutes(
+    username: str, operation: str, old: dict[str, Any] | None, new: dict[str, Any], allowed: bool
+) -> None:
     """The admission policy's rule, evaluated with a real CEL implementation."""
     policy, binding = load_all(INSTALL / "modelroute-guard.yaml")
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
@@ -473,8 +516,10 @@ def test_only_crossplane_writes_modelroutes(username: str, allowed: bool) -> Non
     (check,) = policy["spec"]["validations"]
     env = celpy.Environment()
     program = env.program(env.compile(check["expression"]))
-    request = json_to_cel({"userInfo": {"username": username}})
-    assert bool(program.evaluate({"request": request})) is allowed
+    request = json_to_cel({"userInfo": {"username": username}, "operation": operation})
+    activation = {"request": request, "object": json_to_cel(new)}
+    activation["oldObject"] = json_to_cel(old) if old is not None else None
+    assert bool(program.evaluate(activation)) is allowed
 
 
 def test_dockerfile_builds_the_same_image() -> None:
