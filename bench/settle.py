@@ -18,7 +18,6 @@ import tomllib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 from crossplane.function import resource
@@ -29,7 +28,7 @@ from e2e.fleet import COMPOSITION_RESOURCE_NAME, World, fingerprint
 from fleetgate.core.constants import API_GROUP
 from fleetgate.core.runner import Composer, run_composer
 from fleetgate.core.secrets import LAST_APPLIED
-from tests.support import STATUS_NAMES, request
+from tests.support import STATUS_NAMES, request, xr_ready
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
@@ -108,7 +107,7 @@ class Reconciler:
                 for key, selector in sorted(rsp.requirements.resources.items())
             }
             observed, children = self._observe(xr, rsp)
-            xr = with_status(xr, rsp, observed)
+            xr = with_status(xr, rsp)
             state = fingerprint({"xr": xr, "required": required, "observed": observed})
             if state == last:
                 return Settled(req, rsp, xr, number, children)
@@ -202,16 +201,14 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
     return obj
 
 
-def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse, observed: dict[str, Obj]) -> Obj:
-    """The XR as Crossplane writes it back: the desired status, conditions, and Ready."""
+def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
+    """The XR as Crossplane writes it back: the desired status, conditions, and Ready
+    (derived from what the function marked ready, as Crossplane does: ``xr_ready``)."""
     status = dict(resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {})
     conditions = [
         condition(c.type, STATUS_NAMES[c.status], c.reason or "Available") for c in rsp.conditions
     ]
-    if rsp.desired.composite.ready != fnv1.READY_UNSPECIFIED:
-        ready = rsp.desired.composite.ready == fnv1.READY_TRUE
-    else:
-        ready = all(_is_ready(o) for o in observed.values())
+    ready = xr_ready(rsp)
     conditions.append(condition("Ready", "True" if ready else "False", "Available"))
     conditions.append(condition("Synced", reason="ReconcileSuccess"))
     status["conditions"] = conditions
@@ -221,8 +218,3 @@ def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse, observed: dict[str, Obj]
 def _manifest(obj: Obj) -> Obj | None:
     manifest = (obj.get("spec") or {}).get("forProvider", {}).get("manifest")
     return manifest if isinstance(manifest, dict) else None
-
-
-def _is_ready(obj: Obj) -> bool:
-    conditions: list[Any] = (obj.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -86,12 +86,35 @@ class Outcome:
         return str(fnv1.Ready.Name(self.rsp.desired.composite.ready))
 
     @property
+    def xr_ready(self) -> bool:
+        return xr_ready(self.rsp)
+
+    @property
     def requirements(self) -> dict[str, fnv1.ResourceSelector]:
         return dict(self.rsp.requirements.resources)
 
 
+def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
+    """Whether Crossplane v2.2 marks the XR Ready after this response.
+
+    The function's verdict for the XR if it gave one; otherwise every
+    composed resource must be marked READY_TRUE (crossplane v2.2.0
+    internal/controller/apiextensions/composite/reconciler.go:813-851,
+    composition_functions.go:527-531; ``crossplane render`` the same,
+    cmd/crank/render/render.go:372-423).
+    """
+    ready = rsp.desired.composite.ready
+    if ready != fnv1.READY_UNSPECIFIED:
+        return bool(ready == fnv1.READY_TRUE)
+    return all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
+
+
 def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
-    return Outcome(run_composer(compose, req))
+    """One call of ``compose``; whatever it answers, it never declares the XR ready
+    itself (``Reconcile.allow_ready`` says why)."""
+    out = Outcome(run_composer(compose, req))
+    assert out.rsp.desired.composite.ready != fnv1.READY_TRUE, "READY_TRUE for the XR"
+    return out
 
 
 def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:

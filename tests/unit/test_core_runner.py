@@ -3,6 +3,7 @@
 from typing import Any
 
 import pytest
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from structlog.testing import capture_logs
 
 from fleetgate.core.errors import InputError
@@ -123,6 +124,9 @@ def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_r
         assert rec.keep("xr") is True
 
     out = run(keeper, request(XR, observed={"cm": observed, "xr": composed_xr}))
+    # As ready as observed: an unmarked resource would count as unready to Crossplane.
+    assert out.rsp.desired.resources["cm"].ready == fnv1.READY_TRUE
+    assert out.rsp.desired.resources["xr"].ready == fnv1.READY_FALSE
     desired = out.desired
     assert desired.pop("xr")["spec"] == {"origin": "https://x.example"}
     assert desired == {
@@ -133,6 +137,28 @@ def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_r
             "spec": {"forProvider": {"manifest": {"kind": "ConfigMap"}}},
         }
     }
+
+
+@pytest.mark.parametrize(
+    ("calls", "ready"),
+    [
+        ([], "READY_UNSPECIFIED"),
+        ([True], "READY_UNSPECIFIED"),
+        ([False], "READY_FALSE"),
+        ([False, True], "READY_UNSPECIFIED"),
+        ([True, False], "READY_FALSE"),
+    ],
+)
+def test_a_function_holds_an_xr_back_but_never_declares_it_ready(
+    calls: list[bool], ready: str
+) -> None:
+    """READY_TRUE would supersede what Crossplane derives from the composed resources."""
+
+    def decide(rec: Reconcile) -> None:
+        for allowed in calls:
+            rec.allow_ready(allowed)
+
+    assert run(decide, request(XR)).composite_ready == ready
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,7 @@ def test_walk_to_schedulable(
             "hostname": HOSTNAME,
         }
         assert last.conditions["GatewayReady"][:2] == ("True", "GatewayProgrammed")
-        assert last.composite_ready == "READY_TRUE"
+        assert last.xr_ready
 
 
 def test_each_object_is_first_composed_only_after_what_it_needs() -> None:

@@ -176,7 +176,7 @@ def test_stack_ready_once_every_component_is(installed: list[Any]) -> None:
     status, reason, message = installed[-1].conditions["StackReady"]
     assert (status, reason) == ("True", "StackInstalled")
     assert "cert-manager v1.21.1" in message
-    assert installed[-1].composite_ready == "READY_TRUE"
+    assert installed[-1].xr_ready
 
 
 def test_gateway_class_is_served_by_envoy_gateway(installed: list[Any]) -> None:
@@ -330,5 +330,5 @@ def test_ttl_is_short_while_waiting_and_longer_once_settled(installed: list[Any]
     # Crossplane v2.2 requeues a realtime XR only after its TTL; the gateways'
     # client CAs are required resources, seen only then.
     assert installed[0].rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
-    assert installed[-1].composite_ready == "READY_TRUE"
+    assert installed[-1].xr_ready
     assert installed[-1].rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()

@@ -62,7 +62,7 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     remote |= {"gateway": PROGRAMMED, "caller-auth": accepted()}
     out = full.run(echo(out, remote=remote))
     assert out.conditions["GatewayReady"][:2] == ("True", "GatewayProgrammed")
-    assert out.composite_ready == "READY_TRUE"
+    assert out.xr_ready
     assert out.composite["status"]["endpoints"] == {
         "openAI": "https://ai.example.com/v1",
         "anthropic": "https://ai.example.com/anthropic/v1",
@@ -130,7 +130,7 @@ def test_a_duplicate_caller_key_says_which_secrets_and_keys_to_check() -> None:
     assert f"{NS}/team-a (keys alice, bob)" in message, message
     assert f"{NS}/team-b (keys carol)" in message, message
     assert "500" in message
-    assert out.composite_ready != "READY_TRUE"
+    assert not out.xr_ready
     assert any(w.startswith(message[:60]) for w in out.warnings), out.warnings
     said = [m for _, _, m in out.conditions.values()] + [m for _, m in out.results]
     assert not [m for m in said if ALICE_KEY in m or BOB_KEY in m]

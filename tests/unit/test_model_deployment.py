@@ -304,7 +304,7 @@ def test_endpoints_follow_ready_workloads_with_label_precedence() -> None:
     assert second.composite_ready == "READY_FALSE", "the endpoints are not ready yet"
 
     third = step(then(xr, second), [EU, US], observe(second.desired))
-    assert third.composite_ready == "READY_TRUE"
+    assert third.xr_ready
     assert third.warnings == []
     assert third.desired.keys() == second.desired.keys()
 
@@ -367,7 +367,7 @@ def test_scale_up_and_down_across_passes() -> None:
     ]
     assert out.desired == {}
     assert out.conditions["Scheduled"][:2] == ("True", "AllReplicasPlaced")
-    assert out.composite_ready == "READY_TRUE"
+    assert out.xr_ready
 
 
 def test_a_new_cluster_moves_nothing() -> None:
@@ -770,7 +770,7 @@ def test_ttl_is_short_while_waiting_and_longer_once_serving() -> None:
     assert second.composite_ready == "READY_FALSE", "the endpoints are not ready yet"
     assert second.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()
     third = step(nxt, [EU], observe(second.desired))
-    assert third.composite_ready == "READY_TRUE"
+    assert third.xr_ready
     assert third.rsp.meta.ttl.ToSeconds() == pacing.SETTLED.total_seconds()
     waiting = run(compose, request(xr))  # clusters not looked up yet
     assert waiting.rsp.meta.ttl.ToSeconds() == pacing.WAITING_MIN.total_seconds()

@@ -100,7 +100,7 @@ def test_each_example_says_what_it_shows(folder: Path) -> None:
     out = reconcile(folder)
     assert out.fatal == []
     conditions = {t: {"status": s, "reason": r} for t, (s, r, _) in out.conditions.items()}
-    ready = out.composite_ready == "READY_TRUE"
+    ready = out.xr_ready
     conditions["Ready"] = {"status": str(ready), "reason": "Available" if ready else "Creating"}
     assert conditions == expect["conditions"]
     kinds = [

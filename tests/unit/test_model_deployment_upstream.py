@@ -124,7 +124,7 @@ def test_a_refused_field_is_reported_stably_and_recovers() -> None:
     recovered = step(xr, [KUBERAY], healthy)
     assert recovered.conditions["ReplicasReady"][:2] == ("True", "AllReplicasReady")
     serving = step(then(xr, recovered), [KUBERAY], observe(recovered.desired))
-    assert serving.composite_ready == "READY_TRUE"
+    assert serving.xr_ready
 
 
 def test_fields_named_by_a_strict_decoding_error_are_reported() -> None:

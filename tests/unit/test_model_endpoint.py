@@ -85,7 +85,9 @@ def test_endpoint_ready(
     assert fragment in message
     assert out.desired == {}, "a ModelEndpoint composes nothing"
     assert out.fatal == []
-    assert out.composite_ready == ("READY_TRUE" if status == "True" else "READY_FALSE")
+    # Composing nothing, it is Ready as Crossplane derives it unless held back.
+    assert out.composite_ready == ("READY_UNSPECIFIED" if status == "True" else "READY_FALSE")
+    assert out.xr_ready is (status == "True")
     if status == "False":
         assert any(fragment in w for w in out.warnings), "a not-ready endpoint says why"
     assert KEY_VALUE not in str(out.rsp), "the credential's value never reaches the response"

@@ -390,7 +390,7 @@ ACCEPTANCE: list[tuple[str, bool | None, str, tuple[str, str, str], str]] = [
         True,
         "",
         ("True", "Accepted", "Envoy AI Gateway accepted the route, Envoy Gateway resolved it"),
-        "READY_TRUE",
+        "READY_UNSPECIFIED",  # Ready as Crossplane derives it: every Object is
     ),
     (
         "refused with a message",
@@ -424,6 +424,7 @@ def test_route_accepted_is_reported(
     out = canary(observed)
     assert out.conditions["RouteAccepted"] == expected
     assert out.composite_ready == ready
+    assert out.xr_ready is (expected[0] == "True")
     assert out.desired == composed.desired, "nothing flaps on the way"
     for key, desired in out.rsp.desired.resources.items():
         conditions = (observed or {}).get(key, {}).get("status", {}).get("conditions", [])
@@ -518,6 +519,24 @@ def _stamped(observed: dict[str, Obj], key: str, *, generation: int, stamp: int)
         for cond in entry.get("conditions", []):
             cond["observedGeneration"] = stamp
     return remote
+
+
+def test_an_accepted_route_with_unavailable_backends_is_not_ready() -> None:
+    """Issue 15: RouteAccepted=True, six Backends/AIServiceBackends unavailable, and the
+    function's READY_TRUE made the ModelRoute Ready over them. Crossplane's own verdict
+    (every composed resource ready) now stands."""
+    observed = as_observed(canary())
+    unavailable = [k for k in observed if k.endswith(("-backend", "-ai-service-backend"))]
+    assert len(unavailable) >= 2
+    for key in unavailable:
+        observed[key]["status"]["conditions"][0]["status"] = "False"
+    out = canary(observed)
+    assert out.conditions["RouteAccepted"][0] == "True"
+    assert out.composite_ready == "READY_UNSPECIFIED"
+    assert not out.xr_ready
+    assert {k for k, r in out.rsp.desired.resources.items() if r.ready != fnv1.READY_TRUE} == set(
+        unavailable
+    )
 
 
 def test_envoy_gateway_resolving_an_older_httproute_leaves_the_route_pending() -> None:

@@ -670,7 +670,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     status, reason, message = condition(accepted)
     assert (status, reason) == ("True", "RoutesAccepted")
     assert message == "accepted on public; 3 of 3 endpoints usable"
-    assert accepted.composite_ready == "READY_TRUE"
+    assert accepted.xr_ready
     assert accepted.rsp.desired.resources[route_key("public")].ready == fnv1.READY_TRUE
     assert accepted.desired == composed.desired, "nothing flaps once accepted"
 
@@ -694,6 +694,50 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     ]
     withdrawn = run(compose, request(CANARY, required=required, observed=routes_observed(gone)))
     assert backend_refs(withdrawn) == [("qwen-us-1", 1, 0)]
+
+
+def _route_ready(observed: dict[str, dict[str, Any]], gw: str, **ready: Any) -> None:
+    """Rewrite the Ready Crossplane wrote on gateway ``gw``'s ModelRoute."""
+    route = observed[route_key(gw)]
+    route["metadata"]["generation"] = 2
+    [cond] = [c for c in route["status"]["conditions"] if c["type"] == "Ready"]
+    cond.update(ready)
+
+
+@pytest.mark.parametrize(
+    ("ready", "why"),
+    [
+        pytest.param(
+            {"status": "False", "reason": "Creating", "message": "Unready resources: x-backend"},
+            "public (ModelRoute not Ready: Unready resources: x-backend)",
+            id="accepted-not-ready",
+        ),
+        pytest.param(
+            {"status": "True", "observedGeneration": 1},
+            "public (ModelRoute not reconciled yet)",
+            id="ready-for-an-older-spec",
+        ),
+    ],
+)
+def test_a_route_is_routed_only_once_its_model_route_is_ready_for_its_spec(
+    ready: dict[str, Any], why: str
+) -> None:
+    """RouteAccepted is the ModelRoute's word on the route; Ready (Crossplane's, stamped with
+    the generation it composed) says all of it is on the cluster, for the current spec."""
+    composed = run(compose, request(CANARY, required=canary_fleet()))
+    observed = routes_observed(composed)
+    _route_ready(observed, "public", **ready)
+    out = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
+    status, reason, message = condition(out)
+    assert (status, reason) == ("False", "WaitingForRoutes")
+    assert why in message
+    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
+    assert not out.xr_ready
+    _route_ready(observed, "public", status="True", observedGeneration=2)
+    assert (
+        condition(run(compose, request(CANARY, required=canary_fleet(), observed=observed)))[0]
+        == "True"
+    )
 
 
 def test_a_gateway_that_loses_its_prerequisites_keeps_what_it_had() -> None:

@@ -324,7 +324,7 @@ def xr_status(out: Outcome) -> Obj:
         {"type": type_, "status": s, "reason": reason, "message": message}
         for type_, (s, reason, message) in out.conditions.items()
     ]
-    ready = "True" if out.composite_ready == "READY_TRUE" else "False"
+    ready = "True" if out.xr_ready else "False"
     conditions.append({"type": "Ready", "status": ready, "reason": "Available"})
     return {**status, "conditions": conditions}
 

@@ -35,6 +35,7 @@ from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMEN
 from fleetgate.core.names import cluster_hostname, cluster_label, digest, dns_label, label_value
 from fleetgate.core.runner import Composer, run_composer
 from fleetgate.model_service.composer import compose
+from tests.support import xr_ready
 
 Obj = dict[str, Any]
 
@@ -409,7 +410,7 @@ def desired_status(rsp: fnv1.RunFunctionResponse) -> Obj:
         }
         for c in rsp.conditions
     ]
-    ready = rsp.desired.composite.ready == fnv1.READY_TRUE
+    ready = xr_ready(rsp)
     conditions.append(_condition("Ready") if ready else {**_condition("Ready"), "status": "False"})
     return {**status, "conditions": conditions}
 

@@ -294,7 +294,9 @@ class Reconcile:
             # fight Crossplane over it.
             spec.pop("crossplane", None)
         scrub_secret(manifest)
-        self.compose(name, manifest)
+        # As ready as it was observed: Crossplane counts an unmarked resource
+        # as not ready, and the XR's readiness is derived from these marks.
+        self.compose(name, manifest, ready=self.observed_ready(name))
         return True
 
     def keep_all(self, *prefixes: str) -> list[str]:
@@ -324,9 +326,20 @@ class Reconcile:
         """
         self._waiting = waiting
 
-    def set_ready(self, ready: bool) -> None:
-        """Say whether the XR itself is ready (for XRs whose readiness is ours to judge)."""
-        self.rsp.desired.composite.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
+    def allow_ready(self, allowed: bool) -> None:
+        """Hold the XR not ready unless ``allowed``; never declare it ready.
+
+        A function's READY_TRUE for the XR supersedes the readiness Crossplane
+        derives from the composed resources (v2.2.0 internal/controller/
+        apiextensions/composite/reconciler.go:839-851): said while a composed
+        resource was not ready, it made an XR Ready that Crossplane would not
+        have. So the XR is only ever held back (READY_FALSE), or left to
+        Crossplane (READY_UNSPECIFIED), which marks it Ready once every
+        composed resource the function marked ready is (a resource left
+        unspecified counts as not ready, composition_functions.go:527-531;
+        an XR composing nothing is Ready). ``allowed`` after a hold lifts it.
+        """
+        self.rsp.desired.composite.ready = fnv1.READY_UNSPECIFIED if allowed else fnv1.READY_FALSE
 
     # --- reporting ---------------------------------------------------------
 

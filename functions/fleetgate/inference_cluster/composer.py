@@ -304,7 +304,7 @@ def report(
     everything_ready = (
         all(progress.composed.values()) and not progress.waiting and not progress.addons_waiting
     )
-    rec.set_ready(everything_ready and mutual)
+    rec.allow_ready(everything_ready and mutual)
     # The InferenceGateways' client CAs are required resources: a new or
     # rotated one is seen only when the TTL runs out (see core.pacing).
     rec.set_waiting(not (everything_ready and mutual))

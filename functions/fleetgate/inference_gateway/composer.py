@@ -274,6 +274,6 @@ def _report(
         callers=callers,
     )
     rec.condition(CONDITION, ready.status, ready.reason, ready.message)
-    rec.set_ready(ready.status == "True")
+    rec.allow_ready(ready.status == "True")
     if ready.warn:
         rec.warning(ready.message, ready.reason)

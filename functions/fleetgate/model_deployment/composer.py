@@ -335,7 +335,7 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
     )
     rec.condition(SCHEDULED, "False", why.reason, why.message)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
-    rec.set_ready(False)
+    rec.allow_ready(False)
     rec.set_waiting(True)
 
 
@@ -376,7 +376,7 @@ def _report(
         )
     refused = [r for p in placed for r in p.refused]
     if refused:
-        # Crossplane owns the XR's Ready condition (the XR is set not ready
+        # Crossplane owns the XR's Ready condition (the XR is held not ready
         # below); this condition is the function's and carries the reason.
         message = "; ".join(refused)
         rec.condition(REPLICAS_READY, "False", INCOMPATIBLE, message)
@@ -402,7 +402,7 @@ def _report(
         and ready == desired
         and all(not p.waiting and p.endpoint_ready for p in placed)
     )
-    rec.set_ready(ready_now)
+    rec.allow_ready(ready_now)
     # Clusters (Schedulable, hostname, drains) and the peers' GPU use are
     # required resources: seen only when the TTL runs out (see core.pacing).
     rec.set_waiting(not ready_now)

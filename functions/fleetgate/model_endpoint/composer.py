@@ -3,6 +3,12 @@
 Whether the backend answers is settled by live requests (outlier detection
 on the gateway), so the only thing to judge here is its credential: an
 endpoint that needs an API key is usable only once the key is there.
+
+Composing nothing, a ModelEndpoint is Ready as Crossplane derives it (no
+composed resource is unready: crossplane v2.2.0 internal/controller/
+apiextensions/composite/reconciler.go:839-842) unless the function holds it
+back, which it does exactly while EndpointReady is False. So it never says
+READY_TRUE either (``Reconcile.allow_ready``), and Ready follows EndpointReady.
 """
 
 from fleetgate.core.function import Reconcile, Selector
@@ -37,10 +43,10 @@ def compose(rec: Reconcile) -> None:
 
 def _ready(rec: Reconcile, reason: str, message: str) -> None:
     rec.condition(CONDITION, "True", reason, message)
-    rec.set_ready(True)
+    rec.allow_ready(True)
 
 
 def _not_ready(rec: Reconcile, reason: str, message: str) -> None:
     rec.condition(CONDITION, "False", reason, message)
     rec.warning(f"endpoint not usable: {message}", reason)
-    rec.set_ready(False)
+    rec.allow_ready(False)

@@ -96,7 +96,7 @@ def _report(rec: Reconcile) -> None:
         "Accepted",
         "Envoy AI Gateway accepted the route, Envoy Gateway resolved it",
     )
-    rec.set_ready(True)
+    rec.allow_ready(True)
 
 
 TIERS = "StrictTiers"
@@ -130,4 +130,4 @@ def _refusal(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
 
 def _not_accepted(rec: Reconcile, reason: str, message: str) -> None:
     rec.condition(ACCEPTED, "False", reason, message)
-    rec.set_ready(False)
+    rec.allow_ready(False)

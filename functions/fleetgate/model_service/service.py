@@ -4,8 +4,9 @@ It resolves everything here: which gateways select it and can serve it,
 which endpoints are usable (ready, a DNS origin, the cluster CA or the
 credential there), their weights and priority levels. Then it composes one
 ModelRoute per serving gateway carrying that gateway's finished route
-(plan.py), and reads each one's RouteAccepted back: RoutingReady is True only
-once every gateway that selects the service has accepted its route.
+(plan.py), and reads each one's RouteAccepted and Ready back: RoutingReady is
+True only once every gateway that selects the service has accepted its route
+and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 """
 
 from collections.abc import Mapping, Sequence
@@ -252,7 +253,7 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
         "WaitingForResources",
         f"waiting for Crossplane to resolve {', '.join(waiting)}",
     )
-    rec.set_ready(False)
+    rec.allow_ready(False)
 
 
 def _carry_over(rec: Reconcile, name: str) -> None:
@@ -265,14 +266,26 @@ def _carry_over(rec: Reconcile, name: str) -> None:
 
 
 def _route_progress(rec: Reconcile, key: str) -> str | None:
-    """Why a composed ModelRoute is not accepted yet (None once it is), from one condition.
+    """Why a composed ModelRoute is not accepted and Ready yet (None once it is both).
 
+    Ready is Crossplane's, stamped with the ModelRoute's generation
+    (v2.2.0 internal/controller/apiextensions/composite/reconciler.go:498,
+    839-853) in the same status write as RouteAccepted, which carries no stamp
+    (composition_functions.go:403-425): only a Ready of the current spec
+    vouches for both. Accepted alone is not enough: a ModelRoute whose
+    Backends are not accepted is not Ready, and neither is this service.
     At the API's maxima each ModelRoute's spec holds 128 backends; the
-    ModelService reads 16 of them for one condition each.
+    ModelService reads 16 of them for two conditions each.
     """
     if not rec.has_observed(key):
         return "ModelRoute not created yet"
-    return progress(rec.observed_condition(key, ACCEPTED))
+    ready = rec.observed_condition(key, "Ready")  # None also when stamped for an older spec
+    if ready is None:
+        return "ModelRoute not reconciled yet"
+    why = progress(rec.observed_condition(key, ACCEPTED))
+    if why is not None or ready.get("status") == "True":
+        return why
+    return f"ModelRoute not Ready: {ready.get('message') or ready.get('reason') or 'not yet'}"
 
 
 def _no_endpoints_message(screening: Screening) -> str:
@@ -286,7 +299,7 @@ def _not_routed(rec: Reconcile, reason: str, message: str) -> None:
     rec.set_status(gateways=[])
     rec.condition(CONDITION, "False", reason, message)
     rec.warning(f"not routed: {message}", reason)
-    rec.set_ready(False)
+    rec.allow_ready(False)
 
 
 def _gateway_status(gateway: ServingGateway) -> dict[str, str]:
@@ -308,11 +321,11 @@ def _report(
     if not waiting:
         names = ", ".join(routes)
         rec.condition(CONDITION, "True", "RoutesAccepted", f"accepted on {names}; {routed}")
-        rec.set_ready(True)
+        rec.allow_ready(True)
         # An endpoint not usable yet joins once its ModelEndpoint says so, a
         # required resource seen only on a call: ask again soon (core.pacing).
         rec.set_waiting(len(screening.routable) < screening.total)
         return
     reason = "WaitingForGateways" if pending else "WaitingForRoutes"
     rec.condition(CONDITION, "False", reason, f"pending on {'; '.join(waiting)}; {routed}")
-    rec.set_ready(False)
+    rec.allow_ready(False)
