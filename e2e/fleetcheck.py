@@ -272,19 +272,6 @@ def drill_credential_deleted(
     return problems
 
 
-def drill_gateway_deleted(fleet: Fleet, gateway: str = "internal") -> list[str]:
-    """Clusters stop trusting a deleted gateway's CA, and its routes go with it."""
-    fleet.delete(("InferenceGateway", "", gateway))
-    fleet.converge()
-    problems = check_cluster_trust(fleet)
-    problems += [
-        f"a route remains on deleted gateway {gateway}"
-        for r in routes(fleet)
-        if r.gateway == gateway
-    ]
-    return problems
-
-
 def on_emulation(drill: fleetdrills.Drill) -> Callable[[Fleet], list[str]]:
     """A shared drill (e2e/fleetdrills.py), run on the offline walk's fleet."""
     return lambda fleet: drill(Emulation(fleet))
@@ -300,5 +287,5 @@ DRILLS = {
     "a deleted credential takes the fallback out of the route, with a warning": (
         drill_credential_deleted
     ),
-    "a deleted gateway is no longer trusted by the clusters": drill_gateway_deleted,
+    **{title: on_emulation(drill) for title, drill in _SHARED[1:]},
 }

@@ -4,7 +4,7 @@ Each drill edits the fleet as a user would (through ``Driver``), waits for
 what must follow on the workload clusters, lets the fleet converge, and
 returns what went wrong (empty when the drill held). They run in order on
 one fleet, each leaving it as the next expects: the drained cluster is made
-schedulable again.
+schedulable again and the deleted gateway applied again from examples/fleet.
 
 
 What "converged" means after each is decided from the documented behaviour
@@ -15,16 +15,23 @@ What "converged" means after each is decided from the documented behaviour
   replicas move to the other cluster, which has the GPUs;
 * undoing it moves nothing back (placement keeps what runs: no churn), so
   the same clusters keep serving and the drained one is Schedulable again;
+* a deleted gateway leaves a service that only it selected not routed:
+  ``RoutingReady=False``, reason ``NoGatewaySelectsService`` ("a gateway
+  that selects the service but cannot serve it yet is reported, never
+  silently skipped"), and that service is not Ready until the gateway is back.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from e2e.driver import Driver, Route
+from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
 from fleetgate.core import names
 
 Drill = Callable[[Driver], list[str]]
 CLUSTER_LABEL = "fleetgate.dev/cluster"
+GATEWAY_LABEL = "fleetgate.dev/gateway"  # on each ModelRoute, the gateway it routes on
+CERTIFICATE_NAME = "cert-manager.io/certificate-name"
+SHOWN = 8  # objects named in a problem, at most
 
 
 def _condition(xr: Obj | None, type_: str) -> Obj:
@@ -47,6 +54,14 @@ def _placements(driver: Driver) -> dict[XRKey, list[tuple[str, int]]]:
         for key, xr in driver.xrs().items()
         if key[0] == "ModelDeployment"
     }
+
+
+def _left(what: str, refs: Iterable[object]) -> list[str]:
+    found = sorted(str(r) for r in refs)
+    if not found:
+        return []
+    more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+    return [f"{what}: {', '.join(found[:SHOWN])}{more}"]
 
 
 # --- a cluster drained ----------------------------------------------------------------
@@ -144,6 +159,110 @@ def _undrained(
     return problems
 
 
+# --- a gateway deleted -----------------------------------------------------------------
+
+
+def gateway_deleted(driver: Driver, gateway: str = "internal") -> list[str]:
+    """Its objects leave its cluster, the clusters stop trusting its CA, its routes go.
+
+    Then it is applied again from examples/fleet and the fleet converges with
+    it, so later drills start from the whole fleet.
+    """
+    key: XRKey = ("InferenceGateway", "", gateway)
+    source = driver.source(key)
+    ca = published_client_cas(driver.xrs()).get(gateway)
+    owned = driver.owned(key)
+    served = {r.service for r in driver.routes() if _on(r, gateway)}
+    problems = [f"InferenceGateway {gateway} has published no client CA"] if not ca else []
+    if not any(ref.cluster for ref in owned):
+        problems.append(f"InferenceGateway {gateway} composed nothing onto a cluster")
+    if not served:
+        problems.append(f"no route is on InferenceGateway {gateway} before its deletion")
+    orphaned = {
+        s for s in served if not any(r.service == s for r in driver.routes() if not _on(r, gateway))
+    }
+    driver.delete(key)
+    problems += driver.settle(
+        f"InferenceGateway {gateway} deleted: its objects gone, its CA untrusted, its routes gone",
+        lambda: _gateway_gone(driver, key, owned, ca or "", orphaned),
+        tolerate=orphaned,
+    )
+    certificates = []
+    for ref, meta in driver.named(names.fleet_gateway(gateway)):
+        if ref.kind == "Secret" and CERTIFICATE_NAME in (meta.get("annotations") or {}):
+            certificates.append(ref)
+        else:
+            problems.append(f"{ref} is still named for deleted gateway {gateway}")
+    if certificates:
+        # cert-manager v1.21 leaves a Certificate's Secret behind unless started with
+        # --enable-certificate-owner-ref (internal/apis/config/controller/v1alpha1/
+        # defaults.go:74); a gateway of the same name applied again reuses it.
+        driver.note(
+            "left by cert-manager, as by default: " + ", ".join(str(r) for r in certificates)
+        )
+    driver.apply(source)
+    problems += driver.settle(
+        f"InferenceGateway {gateway} applied again: trusted, and routing what it routed",
+        lambda: _gateway_back(driver, gateway, served),
+    )
+    return problems
+
+
+def _on(route: Route, gateway: str) -> bool:
+    return route.gateway in {gateway, names.fleet_gateway(gateway)}
+
+
+def _trust(driver: Driver) -> list[str]:
+    return trust_problems(published_client_cas(driver.xrs()), driver.trusted_client_cas())
+
+
+def _gateway_gone(
+    driver: Driver, key: XRKey, owned: set[Ref], ca: str, orphaned: set[XRKey]
+) -> list[str]:
+    xrs = driver.xrs()
+    problems = [f"{describe(key)} still exists"] if key in xrs else []
+    problems += _left(f"still there after {describe(key)} was deleted", driver.held(owned))
+    problems += [
+        f"InferenceCluster {cluster} still trusts the client CA of deleted {describe(key)}"
+        for cluster, bundle in sorted(driver.trusted_client_cas().items())
+        if ca and ca.strip() in (bundle or "")
+    ]
+    problems += _trust(driver)
+    problems += [
+        f"{describe(r.service)} still has a route on deleted {describe(key)}"
+        for r in driver.routes()
+        if _on(r, key[2])
+    ]
+    problems += [
+        f"{describe(k)} of deleted {describe(key)} remains"
+        f" ({_condition(xr, 'Ready').get('reason', 'not Ready')})"
+        for k, xr in sorted(xrs.items())
+        if k[0] == "ModelRoute"
+        and ((xr.get("metadata") or {}).get("labels") or {}).get(GATEWAY_LABEL)
+        == names.label_value(key[2])
+    ]
+    for service in sorted(orphaned):
+        cond = _condition(xrs.get(service), "RoutingReady")
+        if (cond.get("status"), cond.get("reason")) != ("False", "NoGatewaySelectsService"):
+            problems.append(
+                f"{describe(service)} is RoutingReady={cond.get('status', 'absent')} "
+                f"({cond.get('reason', '')}), not False (NoGatewaySelectsService)"
+            )
+    return problems
+
+
+def _gateway_back(driver: Driver, gateway: str, served: set[XRKey]) -> list[str]:
+    problems = _trust(driver)
+    if gateway not in published_client_cas(driver.xrs()):
+        problems.append(f"InferenceGateway {gateway} has published no client CA again")
+    now = {r.service for r in driver.routes() if _on(r, gateway)}
+    problems += [
+        f"{describe(s)} has no route on InferenceGateway {gateway} again" for s in served - now
+    ]
+    return problems
+
+
 DRILLS: dict[str, Drill] = {
     "a drained cluster leaves the routes; the other keeps serving": drain,
+    "a deleted gateway is no longer trusted by the clusters; its objects go": gateway_deleted,
 }
