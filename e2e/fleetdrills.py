@@ -4,8 +4,8 @@ Each drill edits the fleet as a user would (through ``Driver``), waits for
 what must follow on the workload clusters, lets the fleet converge, and
 returns what went wrong (empty when the drill held). They run in order on
 one fleet, each leaving it as the next expects: the drained cluster is made
-schedulable again and the deleted gateway applied again from examples/fleet.
-
+schedulable again and the deleted gateway applied again from examples/fleet;
+the ModelService deleted last stays deleted.
 
 What "converged" means after each is decided from the documented behaviour
 (api.md, README "Behaviour the API contract leaves open"):
@@ -262,7 +262,51 @@ def _gateway_back(driver: Driver, gateway: str, served: set[XRKey]) -> list[str]
     return problems
 
 
+# --- a ModelService deleted --------------------------------------------------------------
+
+
+def service_deleted(
+    driver: Driver, namespace: str = "team-a", name: str = "chat-internal"
+) -> list[str]:
+    """Its ModelRoutes, their Objects and the remote objects go; nothing else is touched."""
+    key: XRKey = ("ModelService", namespace, name)
+    owned = driver.owned(key)
+    problems = []
+    if not any(ref.kind == "ModelRoute" for ref in owned):
+        problems.append(f"{describe(key)} composed no ModelRoute")
+    if not any(ref.cluster for ref in owned):
+        problems.append(f"{describe(key)} composed nothing onto a cluster")
+    before = driver.held()
+    driver.delete(key)
+    problems += driver.settle(
+        f"{describe(key)} deleted: its ModelRoutes, Objects and remote objects gone",
+        lambda: _service_gone(driver, key, owned),
+    )
+    after = driver.held()
+    touched = [
+        ref
+        for ref, identity in before.items()
+        if ref not in owned
+        and (ref.kind, ref.namespace, ref.name) != key
+        and after.get(ref) != identity
+    ]
+    problems += _left(f"changed or gone with {describe(key)}, though not its own", touched)
+    return problems
+
+
+def _service_gone(driver: Driver, key: XRKey, owned: set[Ref]) -> list[str]:
+    problems = [f"{describe(key)} still exists"] if key in driver.xrs() else []
+    problems += _left(f"still there after {describe(key)} was deleted", driver.held(owned))
+    problems += [
+        f"a route for deleted {describe(key)} remains on {r.gateway}"
+        for r in driver.routes()
+        if r.service == key
+    ]
+    return problems
+
+
 DRILLS: dict[str, Drill] = {
     "a drained cluster leaves the routes; the other keeps serving": drain,
     "a deleted gateway is no longer trusted by the clusters; its objects go": gateway_deleted,
+    "a deleted ModelService takes its routes and objects, and nothing else": service_deleted,
 }

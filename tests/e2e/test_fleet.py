@@ -5,12 +5,14 @@ failure drills run on it in order (each starts from where the previous one
 left the fleet, as an operator's day would).
 """
 
+import copy
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from e2e import fleetcheck, functions, render
-from e2e.fleet import MAX_PASSES, Fleet
+from e2e import fleetcheck, fleetdrills, functions, render
+from e2e.driver import Emulation
+from e2e.fleet import MAX_PASSES, Fleet, XRKey
 
 Check = Callable[[Fleet], list[str]]
 
@@ -53,6 +55,25 @@ FACTS = {**fleetcheck.FACTS, **fleetcheck.SCHEMAS}
 @pytest.mark.parametrize("check", FACTS.values(), ids=FACTS.keys())
 def test_fact(fleet: Fleet, check: Check) -> None:
     assert check(fleet) == []
+
+
+class Uncollected(Emulation):
+    """A control plane whose garbage collector never runs: a deleted XR leaves what it composed."""
+
+    def delete(self, key: XRKey) -> None:
+        del self.fleet.xrs[key]
+
+
+def test_a_drill_names_what_garbage_collection_left(fleet: Fleet) -> None:
+    """The shared drills fail, naming the objects, when a deletion leaves them behind."""
+    state = {k: copy.deepcopy(getattr(fleet, k)) for k in ("xrs", "composed", "owner", "sources")}
+    copied = Fleet(fleet.world, secrets=list(fleet.secrets), **state)
+    problems = fleetdrills.service_deleted(Uncollected(copied))
+    assert problems[0].startswith(
+        "still there after ModelService team-a/chat-internal was deleted: "
+        "control-plane: ModelRoute team-a/chat-internal-internal-"
+    ), problems
+    assert "a route for deleted ModelService team-a/chat-internal remains on internal" in problems
 
 
 @pytest.mark.parametrize("drill", fleetcheck.DRILLS.values(), ids=fleetcheck.DRILLS.keys())
