@@ -115,6 +115,15 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
     if secret is None:
         raise RuntimeError(f"{drill.name}: Secret {drill.namespace}/{drill.secret} is missing")
     gone: list[str] = []
+    # Where each key's value is held before the drill: its new value must be
+    # held in as many places (every cluster and route that had the old one).
+    old_data = secret.get("data") or {}
+    held_before = _values_on(workloads)
+    places = {
+        key: len(held_before.get(base64.b64decode(old_data[key]).decode(), []))
+        for key in drill.changes
+        if key in old_data
+    }
     if drill.recreate:
         _delete(drill, cp, workloads, secret)
         gone = _values(secret)
@@ -130,13 +139,13 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
             "type": secret.get("type"),
         }
     data = dict(secret.get("data") or {})
-    new: list[str] = []
+    new: dict[str, int] = {}  # each new value → in how many places it must be held
     for key, value in drill.changes.items():
         if key in data:
             gone.append(base64.b64decode(data.pop(key)).decode())
         if value is not None:
             data[key] = base64.b64encode(value.encode()).decode()
-            new.append(value)
+            new[value] = max(1, places.get(key, 0))
             origin = f"Secret {drill.namespace}/{drill.secret} {key} after '{drill.name}'"
             needles.update(fleet.needles_for(origin, value))
     secret["data"] = data
@@ -147,12 +156,13 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
 
     def caught_up() -> list[str]:
         held = _values_on(workloads)
-        if any(v not in held for v in new) or any(v in held for v in gone):
+        if any(len(held.get(v, [])) < n for v, n in new.items()) or any(v in held for v in gone):
             return []
         return sorted(where for v in new for where in held[v]) or ["(nothing new to hold)"]
 
     holders = wait_for(
-        f"{drill.name}: the workload clusters to hold every new value and none replaced",
+        f"{drill.name}: the workload clusters to hold every new value wherever the old one was,"
+        " and none replaced",
         caught_up,
         PROPAGATE_TIMEOUT_S,
         interval=2.0,

@@ -130,6 +130,13 @@ def not_converged(cp: Cluster) -> list[str]:
         if not is_true(svc, "RoutingReady"):
             cond = condition(svc, "RoutingReady") or {}
             problems.append(f"{name_of(svc)}: RoutingReady {cond.get('message', 'absent')}")
+        # Routed is not enough: an endpoint that turned ready must have joined.
+        endpoints = (svc.get("status") or {}).get("endpoints") or {}
+        if endpoints.get("ready") != endpoints.get("total"):
+            problems.append(
+                f"{name_of(svc)}: {endpoints.get('ready')} of {endpoints.get('total')}"
+                " selected endpoints routed"
+            )
     for obj in cp.admin.list(*OBJECT):
         for type_ in ("Synced", "Ready"):
             if not is_true(obj, type_):
