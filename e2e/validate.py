@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import re
 import subprocess
@@ -405,8 +406,11 @@ def validate(
         workdir = Path(work)
         (workdir / "sentinel-crd.yaml").write_text(yaml.safe_dump(SENTINEL_CRD))
         extensions.append(workdir / "sentinel-crd.yaml")
+        # JSON documents, not PyYAML's: the CLI reads YAML 1.1, where a plain
+        # y, n, on or off is a boolean that PyYAML (1.1 without those) leaves
+        # unquoted, so a name "y" would be refused as not a string.
         (workdir / "resources.yaml").write_text(
-            yaml.safe_dump_all([dict(d) for d in documents], sort_keys=False)
+            "\n---\n".join(json.dumps(dict(d)) for d in documents) + "\n"
         )
         if any("," in str(path) for path in extensions):
             raise ValidatorError("a schema file path contains a comma, which the CLI splits on")

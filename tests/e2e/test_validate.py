@@ -132,6 +132,15 @@ class Case:
 
 CASES = {
     "valid certificate": Case([certificate()]),
+    # The CLI reads YAML 1.1: a plain y, n or off would reach it as a boolean.
+    "strings YAML 1.1 reads as booleans": Case(
+        [
+            {
+                **certificate(secretName="y", dnsNames=["n"]),
+                "metadata": {"name": "y", "namespace": "n"},
+            }
+        ]
+    ),
     "unknown field in certificate": Case(
         [certificate(renewBeforePercentage=10, secretNam="typo")],
         [("objects[0] Certificate fleet/api", "spec.secretNam", 'unknown field: "secretNam"')],
