@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import subprocess
@@ -352,6 +351,21 @@ def _record(item: _Item, lines: Sequence[str]) -> None:
         item.errors.append(f"{item.label}: the CLI printed no result for this object")
 
 
+class _CLIDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting every string the CLI would read as a boolean.
+
+    The CLI reads YAML 1.1 as go-yaml does, where a plain y, Y, n or N is a
+    boolean; PyYAML's resolver lacks those four, so it would leave a string
+    "y" (a name the fuzz strategies make) unquoted and the CLI would refuse
+    it as not a string.
+    """
+
+
+_CLIDumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN")
+)
+
+
 def validate(
     objects: Sequence[Mapping[str, Any]],
     *,
@@ -406,11 +420,8 @@ def validate(
         workdir = Path(work)
         (workdir / "sentinel-crd.yaml").write_text(yaml.safe_dump(SENTINEL_CRD))
         extensions.append(workdir / "sentinel-crd.yaml")
-        # JSON documents, not PyYAML's: the CLI reads YAML 1.1, where a plain
-        # y, n, on or off is a boolean that PyYAML (1.1 without those) leaves
-        # unquoted, so a name "y" would be refused as not a string.
         (workdir / "resources.yaml").write_text(
-            "\n---\n".join(json.dumps(dict(d)) for d in documents) + "\n"
+            yaml.dump_all([dict(d) for d in documents], Dumper=_CLIDumper, sort_keys=False)
         )
         if any("," in str(path) for path in extensions):
             raise ValidatorError("a schema file path contains a comma, which the CLI splits on")
