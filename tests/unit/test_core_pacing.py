@@ -51,11 +51,17 @@ def test_a_settled_xr_is_called_every_settled_interval() -> None:
 
 
 def _answer(
-    conditions: list[str], *, xr_conditions: list[Any], waiting: bool | None = None
+    conditions: list[str],
+    *,
+    xr_conditions: list[Any],
+    waiting: bool | None = None,
+    composed_ready: tuple[bool | None, ...] = (),
 ) -> float:
     def compose(rec: Reconcile) -> None:
         for i, status in enumerate(conditions):
             rec.condition(f"C{i}", status, "Because")  # type: ignore[arg-type]
+        for i, ready in enumerate(composed_ready):
+            rec.compose(f"cm-{i}", {"apiVersion": "v1", "kind": "ConfigMap"}, ready=ready)
         if waiting is not None:
             rec.set_waiting(waiting)
 
@@ -90,3 +96,12 @@ def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> No
     assert waited((NOW - datetime.timedelta(seconds=80)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 10
     assert waited("2020-01-01T00:00:00Z") == 30
     assert waited(None) == 2
+
+
+def test_a_composed_resource_not_ready_yet_is_waited_for() -> None:
+    """Its readiness reaches the XR only on the next call: that call comes soon."""
+    soon, settled = pacing.WAITING_MIN.total_seconds(), pacing.SETTLED.total_seconds()
+    assert _answer(["True"], xr_conditions=[], composed_ready=(True, False)) == soon
+    assert _answer(["True"], xr_conditions=[], composed_ready=(True, None)) == soon
+    assert _answer([], xr_conditions=[], waiting=False, composed_ready=(False,)) == soon
+    assert _answer(["True"], xr_conditions=[], composed_ready=(True, True)) == settled

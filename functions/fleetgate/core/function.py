@@ -321,6 +321,7 @@ class Reconcile:
         """Say whether this XR waits for something, which paces the next call (``pacing``).
 
         Without it, the XR is waiting while any condition reported is False.
+        Either way it is waiting while a composed resource is not marked ready.
         ``True`` also covers an XR that serves but will do more once another
         XR publishes something (a required resource, seen only on a call).
         """
@@ -378,8 +379,13 @@ class Reconcile:
             only={"metadata": {"creationTimestamp": None}, "status": {"conditions": None}},
         )
         conditions = (observed.get("status") or {}).get("conditions") or []
+        # A composed resource not ready yet is a wait too: its readiness reaches
+        # the XR only on a later call, and a settled TTL (or an open watch
+        # circuit breaker) would hold that call back by up to SETTLED.
+        unready = any(r.ready != fnv1.READY_TRUE for r in self.rsp.desired.resources.values())
+        said = bool(false_now) if self._waiting is None else self._waiting
         ttl = pacing.ttl(
-            waiting=bool(false_now) if self._waiting is None else self._waiting,
+            waiting=said or unready,
             false_now=false_now,
             observed_conditions=[c for c in conditions if isinstance(c, dict)],
             now=datetime.now(UTC),

@@ -11,7 +11,8 @@ Secret) is seen only when the TTL runs out. So every hop of the fleet's
 readiness chain that crosses XRs, or falls in an open breaker, waits for a
 TTL.
 
-An XR waiting for something is therefore called again soon, and less soon
+An XR waiting for something (a condition False, a composed resource not
+ready yet, or as its function says) is therefore called again soon, and less soon
 the longer it has waited: the TTL is an eighth of the time since its oldest
 condition still False turned False, between ``WAITING_MIN`` and ``SETTLED``.
 A new fleet's chain of hops converges in seconds; an XR that waits for hours
