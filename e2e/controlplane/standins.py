@@ -22,14 +22,18 @@ Envoy AI Gateway v1.1.0
   by the AIGatewayRoute), then condition Accepted; when an AIServiceBackend it
   names is missing, condition NotAccepted (reason ReconciliationFailed) as
   upstream writes a refusal. AIServiceBackend, BackendSecurityPolicy:
-  condition Accepted.
+  condition Accepted. Each is the one condition v1.1.0's newConditions
+  writes (internal/controller/controller.go:551-566): reason
+  ReconciliationSucceeded or ReconciliationFailed, the call site's message
+  (ai_gateway_route.go:105, ai_service_backend.go:61,
+  backend_security_policy.go:93) and no observedGeneration.
 The Deployment controller and kubelet
   Deployment: replicas ready and Available.
 InferencePool (the endpoint picker's gateway)
   status.parents with Accepted and ResolvedRefs.
 
-Every condition carries the object's generation as observedGeneration, as
-every one of those controllers writes it. trust-manager is not here: it runs
+Every other condition carries the object's generation as observedGeneration,
+as each of those controllers writes it. trust-manager is not here: it runs
 for real (see workloads.py).
 """
 
@@ -63,6 +67,17 @@ def _cond(obj: Obj, type_: str, reason: str, message: str = "") -> Obj:
         "reason": reason,
         "message": message,
         "observedGeneration": obj["metadata"].get("generation", 1),
+        "lastTransitionTime": _now(),
+    }
+
+
+def _ai_gateway_cond(accepted: bool, message: str) -> Obj:
+    """The one condition Envoy AI Gateway v1.1.0 writes: Accepted or NotAccepted, unstamped."""
+    return {
+        "type": "Accepted" if accepted else "NotAccepted",
+        "status": "True" if accepted else "False",
+        "reason": "ReconciliationSucceeded" if accepted else "ReconciliationFailed",
+        "message": message,
         "lastTransitionTime": _now(),
     }
 
@@ -101,10 +116,10 @@ class Controllers:
             (EG, "BackendTrafficPolicy", self.policy),
             (EG, "SecurityPolicy", self.policy),
             (EG, "EnvoyPatchPolicy", self.patch_policy),
-            (EG, "Backend", self.accepted),
+            (EG, "Backend", self.backend),
             (AIGW, "AIGatewayRoute", self.ai_gateway_route),
-            (AIGW, "AIServiceBackend", self.accepted),
-            (AIGW, "BackendSecurityPolicy", self.accepted),
+            (AIGW, "AIServiceBackend", self.ai_gateway_accepted),
+            (AIGW, "BackendSecurityPolicy", self.ai_gateway_accepted),
             ("apps/v1", "Deployment", self.deployment),
         ]
         kube = self.cluster.admin
@@ -288,12 +303,8 @@ class Controllers:
         backends = kube.list(AIGW, "AIServiceBackend", obj["metadata"]["namespace"])
         try:
             generated = translate.ai_gateway_route(obj, backends)
-        except LookupError as err:  # internal/controller/controller.go: NotAccepted on refusal
-            refused = {
-                **_cond(obj, "NotAccepted", "ReconciliationFailed", str(err)),
-                "status": "False",
-            }
-            return self._keep(obj, [refused])
+        except LookupError as err:
+            return self._keep(obj, [_ai_gateway_cond(False, str(err))])
         owner = {
             "apiVersion": AIGW,
             "kind": "AIGatewayRoute",
@@ -305,10 +316,15 @@ class Controllers:
         for made in generated:
             made["metadata"]["ownerReferences"] = [owner]
             kube.apply(made, manager="envoy-ai-gateway-controller")
-        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "")])
+        return self._keep(obj, [_ai_gateway_cond(True, "AI Gateway Route reconciled successfully")])
 
-    def accepted(self, obj: Obj) -> Obj | None:
-        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "")])
+    def ai_gateway_accepted(self, obj: Obj) -> Obj | None:
+        message = f"{obj['kind']} reconciled successfully"
+        return self._keep(obj, [_ai_gateway_cond(True, message)])
+
+    def backend(self, obj: Obj) -> Obj | None:
+        # internal/gatewayapi/status/backend.go:29-34 (v1.8.3)
+        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "The Backend was accepted")])
 
     def deployment(self, obj: Obj) -> Obj | None:
         replicas = (obj.get("spec") or {}).get("replicas", 1)

@@ -5,7 +5,7 @@ from typing import Any, cast
 
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Kube, Obj
-from e2e.controlplane.standins import EG, Controllers
+from e2e.controlplane.standins import AIGW, EG, Controllers
 from e2e.fleet import World, without_times
 
 NAMESPACE = "fleetgate-system"
@@ -96,3 +96,43 @@ def test_a_patch_policy_already_reported_is_not_rewritten() -> None:
     policy = patch_policy(generation=1)
     policy["status"] = one_round(patch_policy(generation=1))[("EnvoyPatchPolicy", "strict-tiers")]
     assert one_round(policy) == {}
+
+
+def ai_gateway(kind: str, name: str) -> Obj:
+    return {
+        "apiVersion": AIGW,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "team-a", "generation": 4, "uid": "u-" + name},
+        "spec": {},
+    }
+
+
+def test_envoy_ai_gateway_conditions_are_written_as_v1_1_0_writes_them() -> None:
+    """One condition, reason ReconciliationSucceeded, and never an observedGeneration
+    (internal/controller/controller.go:551-566)."""
+    statuses = one_round(
+        ai_gateway("AIServiceBackend", "llama"), ai_gateway("BackendSecurityPolicy", "key")
+    )
+    for kind, name in (("AIServiceBackend", "llama"), ("BackendSecurityPolicy", "key")):
+        assert without_times(statuses[(kind, name)]) == {
+            "conditions": [
+                {
+                    "type": "Accepted",
+                    "status": "True",
+                    "reason": "ReconciliationSucceeded",
+                    "message": f"{kind} reconciled successfully",
+                }
+            ]
+        }
+
+
+def test_an_ai_gateway_route_naming_a_missing_backend_is_not_accepted() -> None:
+    route = ai_gateway("AIGatewayRoute", "svc")
+    route["spec"] = {
+        "parentRefs": [{"name": GATEWAY, "namespace": NAMESPACE}],
+        "rules": [{"backendRefs": [{"name": "gone"}]}],
+    }
+    (condition,) = one_round(route)[("AIGatewayRoute", "svc")]["conditions"]
+    assert condition["type"] == "NotAccepted"
+    assert (condition["status"], condition["reason"]) == ("False", "ReconciliationFailed")
+    assert "observedGeneration" not in condition
