@@ -64,6 +64,42 @@ def _left(what: str, refs: Iterable[object]) -> list[str]:
     return [f"{what}: {', '.join(found[:SHOWN])}{more}"]
 
 
+# --- the fleet as applied ---------------------------------------------------------------
+
+
+def spread(driver: Driver) -> list[str]:
+    """Each ModelDeployment's replicas are spread over the clusters it could run on.
+
+    A fleet applied at once must not pack a deployment onto whichever cluster
+    turned Schedulable first (placement rule 4: a joining cluster is waited
+    for). Could run on: matches the cluster selector and runs the chosen
+    provider; the example's clusters have the GPUs for every replica, so
+    capacity is left out. Nothing is edited.
+    """
+    clusters = {k[2]: xr for k, xr in driver.xrs().items() if k[0] == "InferenceCluster"}
+    problems = []
+    for key, placed in _placements(driver).items():
+        xr = driver.xrs()[key]
+        selector = ((xr.get("spec") or {}).get("placement") or {}).get("clusterSelector") or {}
+        wanted = selector.get("matchLabels") or {}
+        provider = ((xr.get("status") or {}).get("provider") or {}).get("name")
+        eligible = [
+            name
+            for name, c in sorted(clusters.items())
+            if all(
+                ((c.get("metadata") or {}).get("labels") or {}).get(k) == v
+                for k, v in wanted.items()
+            )
+            and provider in ((c.get("spec") or {}).get("providers") or [])
+        ]
+        counts = dict(placed)
+        held = [counts.get(name, 0) for name in eligible]
+        if held and max(held) - min(held) > 1:
+            shown = ", ".join(f"{n}={counts.get(n, 0)}" for n in eligible)
+            problems.append(f"{describe(key)} packed, not spread: {shown}")
+    return problems
+
+
 # --- a cluster drained ----------------------------------------------------------------
 
 
@@ -71,9 +107,8 @@ def drain(driver: Driver, prefer: str = "us.east") -> list[str]:
     """A drained cluster leaves every route and the other keeps serving; undone, nothing moves.
 
     The cluster drained is ``prefer`` when a route sends to it, else one that
-    a route sends to: on a real control plane a ModelDeployment may have
-    placed all its replicas on whichever cluster turned Schedulable first,
-    and draining a cluster that serves nothing would prove nothing.
+    a route sends to: draining a cluster that serves nothing would prove
+    nothing, and ``spread`` (run before) is where packing is reported.
     """
     routes = driver.routes()
     serving = [c for c in _clusters(driver) if _routed_to(routes, c)]
@@ -306,6 +341,7 @@ def _service_gone(driver: Driver, key: XRKey, owned: set[Ref]) -> list[str]:
 
 
 DRILLS: dict[str, Drill] = {
+    "each deployment is spread over the clusters it could run on": spread,
     "a drained cluster leaves the routes; the other keeps serving": drain,
     "a deleted gateway is no longer trusted by the clusters; its objects go": gateway_deleted,
     "a deleted ModelService takes its routes and objects, and nothing else": service_deleted,

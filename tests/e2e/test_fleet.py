@@ -76,6 +76,17 @@ def test_a_drill_names_what_garbage_collection_left(fleet: Fleet) -> None:
     assert "a route for deleted ModelService team-a/chat-internal remains on internal" in problems
 
 
+def test_the_spread_check_names_a_packed_deployment(fleet: Fleet) -> None:
+    """What a real control plane showed before placement waited for joining clusters."""
+    xrs = copy.deepcopy(fleet.xrs)
+    key = next(k for k in xrs if k[0] == "ModelDeployment")
+    xrs[key]["status"]["placements"] = [{"cluster": "eu-west", "replicas": 2}]
+    copied = Fleet(fleet.world, secrets=list(fleet.secrets), xrs=xrs, sources=fleet.sources)
+    assert fleetdrills.spread(Emulation(copied)) == [
+        f"ModelDeployment {key[1]}/{key[2]} packed, not spread: eu-west=2, us.east=0"
+    ]
+
+
 @pytest.mark.parametrize("drill", fleetcheck.DRILLS.values(), ids=fleetcheck.DRILLS.keys())
 def test_drill(fleet: Fleet, drill: Check) -> None:
     assert drill(fleet) == []

@@ -86,7 +86,7 @@ def test_every_answer_carries_the_ttl_its_conditions_call_for() -> None:
 def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> None:
     """A gateway serving while a new cluster publishes itself: quick when new, calm when old."""
 
-    def waited(created: object) -> float:
+    def waited(created: str | None) -> float:
         got = pacing.ttl(
             waiting=True, false_now=(), observed_conditions=[], now=NOW, created=created
         )

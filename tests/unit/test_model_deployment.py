@@ -7,6 +7,7 @@ readiness policy with a real CEL implementation, as provider-kubernetes does.
 """
 
 import copy
+import datetime
 import hashlib
 import random
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ def cluster(
     schedulable: bool = True,
     drained: bool = False,
     provider_config: str | None = "",
+    created: str | None = None,
 ) -> dict[str, Any]:
     """An InferenceCluster as compose-inference-cluster publishes it."""
     status: dict[str, Any] = {
@@ -49,10 +51,13 @@ def cluster(
         }
     if provider_config is not None:
         status["providerConfigRef"] = {"name": provider_config or f"pc-{name}"}
+    metadata: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
+    if created is not None:
+        metadata["creationTimestamp"] = created
     return {
         "apiVersion": "fleetgate.dev/v1alpha1",
         "kind": "InferenceCluster",
-        "metadata": {"name": name, "labels": dict(labels or {})},
+        "metadata": metadata,
         "spec": {
             "credentials": {"providerConfigName": f"pc-{name}"},
             "capacity": {"gpus": gpus, "gpuType": "nvidia-h100"},
@@ -62,6 +67,12 @@ def cluster(
         },
         "status": status,
     }
+
+
+def _ago(seconds: float) -> str:
+    """A creationTimestamp ``seconds`` before now, as the API server writes it."""
+    at = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def deployment(
@@ -488,6 +499,21 @@ CONDITIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]], tuple[str, str
         [EU],
         ("False", "ProviderCannotServe"),
         "provider LLMD does not run vllm in servingMode Disaggregated",
+    ),
+    (
+        "a cluster still joining the fleet is waited for",
+        deployment(),
+        [EU, cluster("us-east", schedulable=False, created=_ago(60))],
+        ("False", "WaitingForJoiningClusters"),
+        "1 of 2 replicas placed (eu-west=1); 1 wait for clusters joining the fleet: "
+        "us-east: joining the fleet, 1 replica(s) wait for it",
+    ),
+    (
+        "a cluster not open long after it joined is not waited for",
+        deployment(),
+        [EU, cluster("us-east", schedulable=False, created=_ago(3600))],
+        ("True", "AllReplicasPlaced"),
+        "2 of 2 replicas placed: eu-west=2",
     ),
     (
         "scaled to zero",

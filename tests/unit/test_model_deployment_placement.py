@@ -266,6 +266,60 @@ CASES: list[
         [],
     ),
     (
+        "waits for a joining cluster rather than packing",
+        request(2),
+        [A, cluster("b", schedulable=False, hostname=None, joining=True)],
+        [],
+        [("a", 1)],
+        1,
+        ["b: joining the fleet, 1 replica(s) wait for it"],
+    ),
+    (
+        "packs once the joining window is over",
+        request(2),
+        [A, cluster("b", schedulable=False, hostname=None)],
+        [],
+        [("a", 2)],
+        0,
+        [],
+    ),
+    (
+        "a joining cluster gets its share of the spread, no more",
+        request(3),
+        [A, cluster("b", schedulable=False, joining=True)],
+        [],
+        [("a", 2)],
+        1,
+        ["b: joining the fleet, 1 replica(s) wait for it"],
+    ),
+    (
+        "what runs stays when a cluster joins",
+        request(2),
+        [A, cluster("b", schedulable=False, joining=True)],
+        [("a", 2)],
+        [("a", 2)],
+        0,
+        [],
+    ),
+    (
+        "a drained joining cluster is not waited for",
+        request(2),
+        [A, cluster("b", schedulable=False, drained=True, joining=True)],
+        [],
+        [("a", 2)],
+        0,
+        [],
+    ),
+    (
+        "a joining cluster without room is not waited for",
+        request(2, gpus=4),
+        [A, cluster("b", schedulable=False, joining=True, gpus_used=6)],
+        [],
+        [("a", 2)],
+        0,
+        [],
+    ),
+    (
         "every cluster says why",
         request(1, gpus=4, provider="LLMD", selector={"tier": "gpu"}),
         [
@@ -300,6 +354,12 @@ def test_place(case: Case) -> None:
     for fragment in why:
         assert fragment in reasons
     assert plan.placed + plan.unplaced == req.replicas
+
+
+def test_held_replicas_are_counted_as_unplaced() -> None:
+    plan = place(request(2), [A, cluster("b", schedulable=False, joining=True)], [])
+    assert plan.held == (("b", 1),)
+    assert plan.unplaced == 1
 
 
 def test_released_placements_say_why() -> None:

@@ -149,6 +149,7 @@ class ObjectMeta(Model):
     name: Name
     namespace: str | None = None
     uid: str | None = None
+    creation_timestamp: str | None = None
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 

@@ -26,6 +26,8 @@ import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fleetgate.core.times import parse
+
 WAITING_MIN = datetime.timedelta(seconds=2)
 SETTLED = datetime.timedelta(seconds=30)
 BACKOFF = 8  # the TTL while waiting: the time waited so far, divided by this
@@ -37,7 +39,7 @@ def ttl(
     false_now: Iterable[str],
     observed_conditions: Iterable[Mapping[str, Any]],
     now: datetime.datetime,
-    created: object = None,
+    created: str | None = None,
 ) -> datetime.timedelta:
     """The TTL for an answer; ``false_now`` the condition types it reports False.
 
@@ -54,23 +56,12 @@ def ttl(
     types = set(false_now)
     if types:
         since = [
-            _time(c.get("lastTransitionTime"))
+            parse(c.get("lastTransitionTime"))
             for c in observed_conditions
             if c.get("type") in types and c.get("status") == "False"
         ]
     else:
-        since = [_time(created)]
+        since = [parse(created)]
     known = [t for t in since if t is not None]
     waited = now - min(known) if known else datetime.timedelta(0)
     return min(SETTLED, max(WAITING_MIN, waited / BACKOFF))
-
-
-def _time(value: object) -> datetime.datetime | None:
-    """An RFC 3339 time as the API server writes it; None if it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None

@@ -23,6 +23,7 @@ Whatever stops a step (a lookup not answered yet, no runnable choice, a
 refused override) keeps everything composed before as it was, and says why.
 """
 
+import datetime
 from dataclasses import dataclass, replace
 
 from fleetgate.core import names
@@ -91,7 +92,9 @@ def compose(rec: Reconcile) -> None:
         return
     by_name, views = found
 
-    selection = choose(md.spec, previous, offered, placement.installed(views, _request(md)))
+    selection = choose(
+        md.spec, previous, offered, placement.installed(views.values(), _request(md))
+    )
     for problem in selection.rule_errors:
         rec.warning(problem, "SelectionRuleError")
     choice = selection.outcome
@@ -116,11 +119,19 @@ def compose(rec: Reconcile) -> None:
     }
     plan = placement.place(
         replace(_request(md, choice), refused=refused),
-        views,
+        views.values(),
         [(p.cluster, p.replicas) for p in previous.placements],
     )
     placed = [
-        _compose_cluster(rec, md=md, cluster=by_name[c], provider=provider, shape=shape, replicas=n)
+        _compose_cluster(
+            rec,
+            md=md,
+            cluster=by_name[c],
+            view=views[c],
+            provider=provider,
+            shape=shape,
+            replicas=n,
+        )
         for c, n in plan.placements
     ]
     _report(rec, md, plan, placed)
@@ -128,7 +139,7 @@ def compose(rec: Reconcile) -> None:
 
 def _fleet(
     rec: Reconcile, md: ModelDeployment
-) -> tuple[dict[str, InferenceCluster], list[placement.ClusterView]] | None:
+) -> tuple[dict[str, InferenceCluster], dict[str, placement.ClusterView]] | None:
     """Every cluster by name, and as placement sees it; None until Crossplane looked them up."""
     clusters = rec.require_all(
         CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
@@ -141,7 +152,8 @@ def _fleet(
     for problem in unreadable:
         rec.warning(f"GPU use of {problem}", "PeerUnreadable")
     by_name = fleet.by_name(clusters)
-    return by_name, [fleet.view(c, used.get(n, 0)) for n, c in by_name.items()]
+    now = datetime.datetime.now(datetime.UTC)
+    return by_name, {n: fleet.view(c, used.get(n, 0), now) for n, c in by_name.items()}
 
 
 def _workload(
@@ -213,6 +225,7 @@ def _compose_cluster(
     *,
     md: ModelDeployment,
     cluster: InferenceCluster,
+    view: placement.ClusterView,
     provider: Provider,
     shape: Workload,
     replicas: int,
@@ -263,7 +276,7 @@ def _compose_cluster(
         if any(state is not None for state in observed.values())
         else ["its workload to be created"]
     )
-    closed = placement.closed(fleet.view(cluster, 0))
+    closed = placement.closed(view)
     if closed is not None:
         waiting.insert(0, f"cluster {closed}")
     hostname = cluster.status.gateway.hostname
@@ -358,12 +371,21 @@ def _report(
         message = f"{plan.placed} of {desired} replicas placed" + (f": {spread}" if spread else "")
         rec.condition(SCHEDULED, "True", "AllReplicasPlaced", message)
     else:
-        reason = "InsufficientCapacity" if plan.candidates else "NoCandidateClusters"
         why = "; ".join(f"{c}: {w}" for c, w in plan.why_not) or "no InferenceClusters exist"
+        joining = sum(n for _, n in plan.held) == plan.unplaced
+        reason = (
+            "WaitingForJoiningClusters"
+            if joining
+            else "InsufficientCapacity"
+            if plan.candidates
+            else "NoCandidateClusters"
+        )
         message = (
             f"{plan.placed} of {desired} replicas placed"
             + (f" ({spread})" if spread else "")
-            + f"; {plan.unplaced} could not be placed: {why}"
+            + f"; {plan.unplaced} "
+            + ("wait for clusters joining the fleet" if joining else "could not be placed")
+            + f": {why}"
         )
         rec.condition(SCHEDULED, "False", reason, message)
         rec.warning(message, reason)

@@ -1,17 +1,25 @@
 """InferenceClusters as placement sees them."""
 
+import datetime
 from collections.abc import Iterable
 
+from fleetgate.core import times
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import InferenceCluster
-from fleetgate.model_deployment.placement import ClusterView
+from fleetgate.model_deployment.placement import JOINING, ClusterView
 
 
 def is_schedulable(cluster: InferenceCluster) -> bool:
     return any(c.type == "Schedulable" and c.status == "True" for c in cluster.status.conditions)
 
 
-def view(cluster: InferenceCluster, gpus_used: int) -> ClusterView:
+def is_joining(cluster: InferenceCluster, now: datetime.datetime) -> bool:
+    """Registered less than ``JOINING`` before ``now``; an unknown age is not joining."""
+    created = times.parse(cluster.metadata.creation_timestamp)
+    return created is not None and now - created < JOINING
+
+
+def view(cluster: InferenceCluster, gpus_used: int, now: datetime.datetime) -> ClusterView:
     return ClusterView(
         name=cluster.metadata.name,
         labels=cluster.metadata.labels,
@@ -22,6 +30,7 @@ def view(cluster: InferenceCluster, gpus_used: int) -> ClusterView:
         gpus=cluster.spec.capacity.gpus,
         gpu_type=cluster.spec.capacity.gpu_type,
         gpus_used=gpus_used,
+        joining=is_joining(cluster, now),
     )
 
 

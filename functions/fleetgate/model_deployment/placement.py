@@ -15,6 +15,14 @@ Rules, in order:
    the GPUs free. Candidates are clusters that could keep a replica (rule 1)
    and are also Schedulable with a published gateway hostname, and whose
    provider would accept the deployment there (``Request.refused``).
+4. **Wait for a cluster that is joining.** A cluster registered less than
+   ``JOINING`` ago that could keep a replica but is not open yet (its
+   gateway, CA and stack are still coming up) counts as a candidate for
+   rule 3, and the replicas it would get wait for it instead of packing
+   onto the clusters that happened to open first. A fleet created at once
+   so spreads the same way whichever cluster is quicker; since nothing
+   moves later (rule 1), packing first would have been for good. A cluster
+   still not open after ``JOINING`` is not waited for.
 
 GPU capacity is ``capacity.gpus`` minus what other deployments' published
 placements use there (their replicas times their GPUs per replica) minus what
@@ -23,8 +31,13 @@ capacity: the count is a promise for new work, not a reason to move running
 models. CPU-only deployments (0 GPUs) take no capacity.
 """
 
+import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+# How long a newly registered cluster is waited for (rule 4): the fleet's
+# documented install publishes a cluster well within it.
+JOINING = datetime.timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,7 @@ class ClusterView:
     gpus: int
     gpu_type: str | None
     gpus_used: int  # by other deployments' placements
+    joining: bool = False  # registered less than JOINING ago (rule 4)
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,8 @@ class Plan:
     unplaced: int
     candidates: int  # clusters that could take a new replica, capacity aside
     why_not: tuple[tuple[str, str], ...]  # per cluster left without a new replica, when unplaced
+    # Replicas (part of ``unplaced``) waiting for a joining cluster: (cluster, replicas).
+    held: tuple[tuple[str, int], ...]
     # Earlier placements given up: (cluster, replicas, why).
     released: tuple[tuple[str, int, str], ...]
 
@@ -155,28 +171,37 @@ def place(
     counts, released = retained(by_name, req, previous)
     scale_down(counts, req.replicas)
 
-    open_ = sorted(
-        name
-        for name, c in by_name.items()
-        if unfit(c, req) is None and name not in req.refused and closed(c) is None
+    fit = {
+        name: c for name, c in by_name.items() if unfit(c, req) is None and name not in req.refused
+    }
+    open_ = sorted(name for name, c in fit.items() if closed(c) is None)
+    joining = sorted(
+        name for name, c in fit.items() if c.joining and not c.drained and name not in open_
     )
     free = {
         name: by_name[name].gpus - by_name[name].gpus_used - counts.get(name, 0) * req.gpus
-        for name in open_
+        for name in open_ + joining
     }
-    unplaced = req.replicas - sum(counts.values())
-    while unplaced > 0:
-        fits = [name for name in open_ if req.gpus == 0 or free[name] >= req.gpus]
+    held: dict[str, int] = {}
+    to_place = req.replicas - sum(counts.values())
+    while to_place > 0:
+        fits = [name for name in open_ + joining if req.gpus == 0 or free[name] >= req.gpus]
         if not fits:
             break
-        name = min(fits, key=lambda c: (counts.get(c, 0), c))
-        counts[name] = counts.get(name, 0) + 1
+        name = min(fits, key=lambda c: (counts.get(c, 0) + held.get(c, 0), c))
+        taken = held if name in joining else counts
+        taken[name] = taken.get(name, 0) + 1
         free[name] -= req.gpus
-        unplaced -= 1
+        to_place -= 1
+    unplaced = req.replicas - sum(counts.values())
 
-    why_not: list[tuple[str, str]] = []
-    if unplaced > 0:
+    why_not: list[tuple[str, str]] = [
+        (name, f"joining the fleet, {n} replica(s) wait for it") for name, n in sorted(held.items())
+    ]
+    if unplaced > sum(held.values()):
         for name, cluster in sorted(by_name.items()):
+            if name in held:
+                continue
             why = unfit(cluster, req) or req.refused.get(name) or closed(cluster)
             if why is None:
                 left = max(free[name], 0)
@@ -186,6 +211,7 @@ def place(
         placements=tuple(sorted(counts.items())),
         unplaced=unplaced,
         candidates=len(open_),
-        why_not=tuple(why_not),
+        why_not=tuple(sorted(why_not)),
+        held=tuple(sorted(held.items())),
         released=tuple(released),
     )
