@@ -30,7 +30,6 @@ from fleetgate.core import names
 Drill = Callable[[Driver], list[str]]
 CLUSTER_LABEL = "fleetgate.dev/cluster"
 GATEWAY_LABEL = "fleetgate.dev/gateway"  # on each ModelRoute, the gateway it routes on
-CERTIFICATE_NAME = "cert-manager.io/certificate-name"
 SHOWN = 8  # objects named in a problem, at most
 
 
@@ -222,19 +221,6 @@ def gateway_deleted(driver: Driver, gateway: str = "internal") -> list[str]:
         lambda: _gateway_gone(driver, key, owned, ca or "", orphaned),
         tolerate=orphaned,
     )
-    certificates = []
-    for ref, meta in driver.named(names.fleet_gateway(gateway)):
-        if ref.kind == "Secret" and CERTIFICATE_NAME in (meta.get("annotations") or {}):
-            certificates.append(ref)
-        else:
-            problems.append(f"{ref} is still named for deleted gateway {gateway}")
-    if certificates:
-        # cert-manager v1.21 leaves a Certificate's Secret behind unless started with
-        # --enable-certificate-owner-ref (internal/apis/config/controller/v1alpha1/
-        # defaults.go:74); a gateway of the same name applied again reuses it.
-        driver.note(
-            "left by cert-manager, as by default: " + ", ".join(str(r) for r in certificates)
-        )
     driver.apply(source)
     problems += driver.settle(
         f"InferenceGateway {gateway} applied again: trusted, and routing what it routed",
@@ -263,6 +249,13 @@ def _gateway_gone(
         if ca and ca.strip() in (bundle or "")
     ]
     problems += _trust(driver)
+    # Its CA and client keys included: cert-manager runs with
+    # --enable-certificate-owner-ref, so they go with their Certificates and a
+    # gateway applied again under the name gets new keys, never the old ones.
+    problems += [
+        f"{ref} is still named for deleted {describe(key)}"
+        for ref, _ in driver.named(names.fleet_gateway(key[2]))
+    ]
     problems += [
         f"{describe(r.service)} still has a route on deleted {describe(key)}"
         for r in driver.routes()

@@ -8,6 +8,11 @@ cert-manager (its controller is a nested Go module the proxy does not serve)
   Secret ``spec.secretName`` (type kubernetes.io/tls; tls.crt, tls.key,
   ca.crt; the cert-manager.io/* annotations), issued by its Issuer, and
   condition Ready=True reason ``Ready`` with notBefore/notAfter/revision.
+  As cert-manager runs for Fleetgate, with ``--enable-certificate-owner-ref``
+  (the stack sets it; the README requires it): the Secret's controller
+  owner reference is its Certificate (pkg/controller/certificates/issuing/
+  internal/secret.go:116-123, v1.21.1), so the garbage collector deletes
+  a key with the Certificate that asked for it.
 Envoy Gateway (its controller needs a running Envoy to program)
   Gateway: status.addresses from the cluster's load balancer (examples/fleet
   world.yaml, as the offline walk), Accepted and Programmed, per-listener
@@ -182,6 +187,16 @@ class Controllers:
                 "metadata": {
                     "name": spec["secretName"],
                     "namespace": ns,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": CERT_MANAGER,
+                            "kind": "Certificate",
+                            "name": obj["metadata"]["name"],
+                            "uid": obj["metadata"]["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
                     "annotations": {
                         "cert-manager.io/certificate-name": obj["metadata"]["name"],
                         "cert-manager.io/common-name": cn,

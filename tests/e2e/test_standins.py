@@ -19,6 +19,7 @@ class FakeKube(Kube):
         super().__init__(server="https://fake.invalid", ca_file=Path("/nonexistent"))
         self.objects = objects
         self.statuses: dict[tuple[str, str], Any] = {}
+        self.applied: list[Obj] = []
 
     def list(
         self, api_version: str, kind: str, namespace: str = "", selector: str = ""
@@ -29,6 +30,20 @@ class FakeKube(Kube):
         self.statuses[(obj["kind"], obj["metadata"]["name"])] = obj["status"]
         return obj
 
+    def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
+        return next(
+            (
+                o
+                for o in self.objects
+                if (o["apiVersion"], o["kind"], o["metadata"]["name"]) == (api_version, kind, name)
+            ),
+            None,
+        )
+
+    def apply(self, obj: Obj, manager: str = "", subresource: str = "") -> Obj:
+        self.applied.append(obj)
+        return obj
+
 
 class FakeCluster:
     def __init__(self, kube: FakeKube) -> None:
@@ -37,11 +52,15 @@ class FakeCluster:
 
 
 def one_round(*objects: Obj) -> dict[tuple[str, str], Any]:
+    return _round(*objects).statuses
+
+
+def _round(*objects: Obj) -> FakeKube:
     kube = FakeKube(list(objects))
     controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers={}))
     controllers.round()
     assert controllers.errors == []
-    return kube.statuses
+    return kube
 
 
 def patch_policy(generation: int) -> Obj:
@@ -136,3 +155,37 @@ def test_an_ai_gateway_route_naming_a_missing_backend_is_not_accepted() -> None:
     assert condition["type"] == "NotAccepted"
     assert (condition["status"], condition["reason"]) == ("False", "ReconciliationFailed")
     assert "observedGeneration" not in condition
+
+
+def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
+    """cert-manager with --enable-certificate-owner-ref, as Fleetgate runs it
+    (pkg/controller/certificates/issuing/internal/secret.go:116-123, v1.21.1)."""
+    issuer = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": {"name": "selfsigned", "namespace": NAMESPACE, "generation": 1},
+        "spec": {"selfSigned": {}},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]},
+    }
+    certificate = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "cluster-ca", "namespace": NAMESPACE, "generation": 1, "uid": "c-1"},
+        "spec": {
+            "secretName": "cluster-ca",
+            "isCA": True,
+            "commonName": "ca",
+            "issuerRef": {"name": "selfsigned"},
+        },
+    }
+    (secret,) = _round(issuer, certificate).applied
+    assert secret["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "name": "cluster-ca",
+            "uid": "c-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]

@@ -78,6 +78,8 @@ VALUES = [
     ("trust-manager", ("crds", "enabled"), True),
     ("cert-manager", ("crds", "enabled"), True),
     ("cert-manager", ("crds", "keep"), True),
+    # Key Secrets go with their Certificates: a re-registration never reuses a key.
+    ("cert-manager", ("enableCertificateOwnerRef",), True),
     ("ai-gateway", ("controller", "logRequestHeaderAttributes"), "x-fleetgate-caller:caller"),
     ("envoy-gateway", ("config", "envoyGateway", "extensionApis", "enableBackend"), True),
     (

@@ -130,9 +130,19 @@ CHARTS: Final[tuple[Chart, ...]] = (
         repository=JETSTACK,
         version="v1.21.1",
         namespace="cert-manager",
-        # keep: Certificates and Issuers are Objects owned by other XRs; a CRD
-        # that vanished under them would leave Objects that never finalise.
-        values={"crds": {"enabled": True, "keep": True}},
+        values={
+            # keep: Certificates and Issuers are Objects owned by other XRs; a CRD
+            # that vanished under them would leave Objects that never finalise.
+            "crds": {"enabled": True, "keep": True},
+            # A CA's or client's key Secret is deleted with its Certificate
+            # (--enable-certificate-owner-ref, templates/deployment.yaml:143-145,
+            # v1.21.1). Without it the Secret outlives the cluster's or gateway's
+            # registration and a new registration under the same name reuses
+            # the old key: cert-manager keeps a Secret whose certificate still
+            # matches the names asked for (internal/controller/certificates/
+            # policies/checks.go:214-252).
+            "enableCertificateOwnerRef": True,
+        },
     ),
     Chart(
         key="trust-manager",
