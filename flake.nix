@@ -12,11 +12,15 @@
       # The same two commands the README names, with the toolchain they need.
       devShells = forAll (pkgs: { default = import ./nix/shell.nix { inherit pkgs; }; });
 
-      apps = forAll (pkgs: {
-        render = { type = "app"; program = "${import ./nix/command.nix { inherit pkgs; target = "render"; }}/bin/fleetgate-render"; };
-        test = { type = "app"; program = "${import ./nix/command.nix { inherit pkgs; target = "test"; }}/bin/fleetgate-test"; };
-        default = self.apps.${pkgs.system}.render;
-      });
+      # `nix run .#e2e` is `make e2e`: the real control plane as local processes.
+      apps = forAll (pkgs:
+        let app = target: { type = "app"; program = "${import ./nix/command.nix { inherit pkgs target; }}/bin/fleetgate-${target}"; };
+        in {
+          render = app "render";
+          test = app "test";
+          e2e = app "e2e";
+          default = self.apps.${pkgs.system}.render;
+        });
 
       # The function runtime images (Linux): the contract of package/image.json
       # and the wheels of package/python.lock.json, as `make packages` builds
@@ -27,16 +31,18 @@
       # `nix flake check` runs the test command in the dev shell's toolchain.
       # It needs the package registries (PyPI, the Go module proxy), so it is
       # not sandbox-pure: run it with --option sandbox relaxed.
-      checks = forAll (pkgs: {
-        test = pkgs.runCommand "fleetgate-test" {
+      # `checks.e2e` is `make e2e` alone (etcd, three API servers, Crossplane and
+      # provider-kubernetes on loopback; part of `make test` too).
+      checks = forAll (pkgs:
+        let check = target: pkgs.runCommand "fleetgate-${target}" {
           nativeBuildInputs = (import ./nix/shell.nix { inherit pkgs; }).nativeBuildInputs;
           __noChroot = true;
         } ''
           cp -r ${self} src && chmod -R u+w src && cd src
           export HOME=$TMPDIR
-          make test
+          make ${target}
           touch $out
         '';
-      });
+        in { test = check "test"; e2e = check "e2e"; });
     };
 }
