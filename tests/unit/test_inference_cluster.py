@@ -10,8 +10,7 @@ from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname
 from fleetgate.inference_cluster import builders
 from fleetgate.inference_cluster.composer import compose
 from tests.support import Outcome, request, run
-from tests.unit.test_core_readiness import evaluate
-from tests.unit.test_inference_cluster_support import (
+from tests.support.inference_cluster import (
     ADDRESS,
     CLUSTER,
     KUBECONFIG,
@@ -24,6 +23,7 @@ from tests.unit.test_inference_cluster_support import (
     observe,
     settle,
 )
+from tests.unit.test_core_readiness import evaluate
 
 HOSTNAME = cluster_hostname(CLUSTER)
 PKI_KEYS = {

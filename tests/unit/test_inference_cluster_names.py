@@ -7,7 +7,7 @@ import pytest
 from fleetgate.core.names import cluster_hostname
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
-from tests.unit.test_inference_cluster_support import (
+from tests.support.inference_cluster import (
     cluster_side,
     cluster_xr,
     gateways,

@@ -8,9 +8,11 @@ CRDs, unknown fields included.
 
 from typing import Any
 
+import pytest
+
 from e2e import validate
 from fleetgate.inference_cluster import stack
-from tests.unit.test_inference_cluster_support import (
+from tests.support.inference_cluster import (
     cluster_side,
     cluster_xr,
     gateways,
@@ -31,6 +33,7 @@ def every_composed_object() -> list[dict[str, Any]]:
     return [objects[k] for k in sorted(objects)]
 
 
+@pytest.mark.crossplane_cli
 def test_every_composed_object_validates_against_the_pinned_crds() -> None:
     objects = every_composed_object()
     # A CRD has no CRD to check it against (the validator knows no such kind):

@@ -11,7 +11,7 @@ from fleetgate.core import pacing
 from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
-from tests.unit.test_inference_cluster_support import (
+from tests.support.inference_cluster import (
     cluster_side,
     cluster_xr,
     gateways,

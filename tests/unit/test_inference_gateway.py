@@ -9,7 +9,7 @@ from fleetgate.core import names, pacing, readiness
 from fleetgate.inference_gateway import builders
 from fleetgate.inference_gateway.composer import compose
 from tests.support import request, run
-from tests.unit.test_inference_gateway_support import (
+from tests.support.inference_gateway import (
     ALICE_KEY,
     BOB_KEY,
     CALLER_LABELS,

@@ -4,7 +4,7 @@ import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core import names
-from tests.unit.test_inference_gateway_support import (
+from tests.support.inference_gateway import (
     ALICE_KEY,
     BOB_KEY,
     GATEWAY,

@@ -16,7 +16,7 @@ from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gate
 from fleetgate.model_service.builders import api_key_name, backend_name, endpoint_key, route_name
 from fleetgate.model_service.composer import compose
 from tests.support import Outcome, request, run
-from tests.unit.test_model_service_support import (
+from tests.support.model_service import (
     API,
     API_KEY_VALUE,
     CANARY,

@@ -17,7 +17,7 @@ from fleetgate.core.names import fleet_gateway
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.plan import model_route_name, route_key
 from tests.support import Outcome, request, run, secret, xrd_field
-from tests.unit.test_model_service_support import (
+from tests.support.model_service import (
     API,
     API_KEY_VALUE,
     CANARY,

@@ -1,6 +1,6 @@
 """compose-model-service stays within Crossplane's 4 MiB function messages at the API's maxima.
 
-Sizes, not times: the reference workloads (test_model_service_workloads.py)
+Sizes, not times: the reference workloads (tests/support/model_service_workloads.py)
 are deterministic, so every request and response has an exact size. Each must
 stay under two thirds of the limit, leaving room for what the workloads do
 not model (``managedFields``, longer server-generated names).
@@ -11,7 +11,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.model_service.composer import compose
 from tests.support import xrd_field
-from tests.unit.test_model_service_workloads import MESSAGE_LIMIT, WORKLOADS, Workload, calls
+from tests.support.model_service_workloads import MESSAGE_LIMIT, WORKLOADS, Workload, calls
 
 HEADROOM = MESSAGE_LIMIT * 2 // 3
 

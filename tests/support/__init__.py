@@ -12,7 +12,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.runner import Composer, run_composer
 
-APIS = Path(__file__).resolve().parent.parent / "apis"
+APIS = Path(__file__).resolve().parents[2] / "apis"
 
 STATUS_NAMES = {
     fnv1.STATUS_CONDITION_TRUE: "True",

@@ -1,7 +1,7 @@
 """Reference workloads for compose-model-service, from one canary to the API's maxima.
 
 Nothing here is a test: test_model_service_size.py asserts on these, and
-``python -m tests.unit.test_model_service_workloads`` prints the table.
+``python -m tests.support.model_service_workloads`` prints the table.
 
 Crossplane talks to a function over gRPC, whose default message limit is
 4 MiB each way: the request carries the XR, its required resources and every
