@@ -144,6 +144,7 @@ def test_there_are_experimental_examples() -> None:
     assert {f.name for f in EXPERIMENTAL} == {"one-gpu-dynamo", "disaggregated-dynamo"}
 
 
+@pytest.mark.crossplane_cli
 @pytest.mark.parametrize("folder", EXPERIMENTAL, ids=lambda p: p.name)
 def test_experimental_examples_render_and_validate(
     folder: Path, experimental_rendered: dict[Path, list[Any]], tmp_path: Path

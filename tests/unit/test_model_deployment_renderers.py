@@ -476,6 +476,7 @@ def test_the_pinned_crd_set_has_no_dynamo() -> None:
     assert not list(crds.fetch().rglob("*dynamo*"))
 
 
+@pytest.mark.crossplane_cli
 def test_every_rendering_validates(tmp_path: Path) -> None:
     """KAITO and KubeRay against their pinned CRDs, Dynamo against the schema of its Go types."""
     assert (
@@ -484,6 +485,7 @@ def test_every_rendering_validates(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.crossplane_cli
 def test_the_dynamo_schema_refuses_an_unknown_field(tmp_path: Path) -> None:
     """The schema can fail: a field the Go types do not declare is reported."""
     graph = parts("Dynamo", workload())["graph"]

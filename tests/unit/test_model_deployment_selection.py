@@ -358,6 +358,7 @@ def test_the_composition_carries_the_bundled_catalog() -> None:
     assert ProviderCatalog.model_validate(step["input"]) == BUNDLED
 
 
+@pytest.mark.crossplane_cli
 def test_the_bundled_catalog_and_bad_ones_against_the_input_schema() -> None:
     """The shipped CRD accepts the Composition's input and refuses what the function refuses."""
     named = {**BUNDLED_DATA, "metadata": {"name": "bundled"}}
@@ -372,6 +373,7 @@ def test_the_bundled_catalog_and_bad_ones_against_the_input_schema() -> None:
     assert any(e.startswith("objects[2]") and "ollama" in e for e in errors), errors
 
 
+@pytest.mark.crossplane_cli
 def test_the_composition_validates_with_its_input_schema() -> None:
     """``crossplane beta validate`` checks a step's input against the input's CRD."""
     composition = yaml.safe_load(COMPOSITION.read_text())
