@@ -1,5 +1,6 @@
 """Placement of a ModelDeployment's replicas: a pure function, one table of cases."""
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -32,305 +33,243 @@ def request(replicas: int, **kw: Any) -> Request:
 
 A, B, C = cluster("a"), cluster("b"), cluster("c")
 
-# name, request, clusters, previous placements, expected placements, unplaced, why fragments
-CASES: list[
-    tuple[
-        str,
-        Request,
-        list[ClusterView],
-        list[tuple[str, int]],
-        list[tuple[str, int]],
-        int,
-        list[str],
-    ]
-] = [
-    ("no clusters", request(2), [], [], [], 2, []),
-    ("one cluster takes all", request(2), [A], [], [("a", 2)], 0, []),
-    ("spreads before packing", request(3), [A, B], [], [("a", 2), ("b", 1)], 0, []),
-    ("one per cluster first", request(3), [A, B, C], [], [("a", 1), ("b", 1), ("c", 1)], 0, []),
-    (
+
+@dataclass(frozen=True)
+class Case:
+    """One placement: what is asked, what the clusters are, what was placed before."""
+
+    id: str
+    request: Request
+    clusters: list[ClusterView]
+    previous: list[tuple[str, int]] = field(default_factory=list)
+    want: list[tuple[str, int]] = field(default_factory=list)  # placements, sorted by cluster
+    unplaced: int = 0
+    why: list[str] = field(default_factory=list)  # fragments of the per-cluster reasons
+
+
+CASES = [
+    Case("no clusters", request(2), clusters=[], unplaced=2),
+    Case("one cluster takes all", request(2), clusters=[A], want=[("a", 2)]),
+    Case("spreads before packing", request(3), clusters=[A, B], want=[("a", 2), ("b", 1)]),
+    Case(
+        "one per cluster first", request(3), clusters=[A, B, C], want=[("a", 1), ("b", 1), ("c", 1)]
+    ),
+    Case(
         "packs when capacity forces it",
         request(3),
-        [cluster("a", gpus=1), B],
-        [],
-        [("a", 1), ("b", 2)],
-        0,
-        [],
+        clusters=[cluster("a", gpus=1), B],
+        want=[("a", 1), ("b", 2)],
     ),
-    (
+    Case(
         "a new cluster moves nothing",
         request(2),
-        [A, B],
-        [("a", 2)],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, B],
+        previous=[("a", 2)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "scale up spreads onto the emptiest clusters",
         request(4),
-        [A, B, C],
-        [("a", 2)],
-        [("a", 2), ("b", 1), ("c", 1)],
-        0,
-        [],
+        clusters=[A, B, C],
+        previous=[("a", 2)],
+        want=[("a", 2), ("b", 1), ("c", 1)],
     ),
-    (
+    Case(
         "scale down from the most loaded cluster",
         request(2),
-        [A, B],
-        [("a", 3), ("b", 1)],
-        [("a", 1), ("b", 1)],
-        0,
-        [],
+        clusters=[A, B],
+        previous=[("a", 3), ("b", 1)],
+        want=[("a", 1), ("b", 1)],
     ),
-    (
+    Case(
         "scale down a tie from the later name",
         request(1),
-        [A, B],
-        [("a", 1), ("b", 1)],
-        [("a", 1)],
-        0,
-        [],
+        clusters=[A, B],
+        previous=[("a", 1), ("b", 1)],
+        want=[("a", 1)],
     ),
-    ("scale to zero", request(0), [A, B], [("a", 1), ("b", 1)], [], 0, []),
-    (
+    Case("scale to zero", request(0), clusters=[A, B], previous=[("a", 1), ("b", 1)]),
+    Case(
         "never places on a drained cluster",
         request(2),
-        [cluster("a", drained=True), B],
-        [],
-        [("b", 2)],
-        0,
-        [],
+        clusters=[cluster("a", drained=True), B],
+        want=[("b", 2)],
     ),
-    (
+    Case(
         "replicas leave a drained cluster",
         request(2),
-        [cluster("a", drained=True), B],
-        [("a", 2)],
-        [("b", 2)],
-        0,
-        [],
+        clusters=[cluster("a", drained=True), B],
+        previous=[("a", 2)],
+        want=[("b", 2)],
     ),
-    (
+    Case(
         "a drained cluster is the only one",
         request(1),
-        [cluster("a", drained=True)],
-        [("a", 1)],
-        [],
-        1,
-        ["a: drained (spec.schedulable is false)"],
+        clusters=[cluster("a", drained=True)],
+        previous=[("a", 1)],
+        unplaced=1,
+        why=["a: drained (spec.schedulable is false)"],
     ),
-    (
+    Case(
         "an unschedulable cluster keeps its replicas but takes no new ones",
         request(2),
-        [cluster("a", schedulable=False), B],
-        [("a", 1)],
-        [("a", 1), ("b", 1)],
-        0,
-        [],
+        clusters=[cluster("a", schedulable=False), B],
+        previous=[("a", 1)],
+        want=[("a", 1), ("b", 1)],
     ),
-    (
+    Case(
         "no hostname, no new replicas",
         request(1),
-        [cluster("a", hostname=None)],
-        [],
-        [],
-        1,
-        ["a: no gateway hostname published"],
+        clusters=[cluster("a", hostname=None)],
+        unplaced=1,
+        why=["a: no gateway hostname published"],
     ),
-    (
+    Case(
         "not schedulable, no new replicas",
         request(1),
-        [cluster("a", schedulable=False)],
-        [],
-        [],
-        1,
-        ["a: not Schedulable"],
+        clusters=[cluster("a", schedulable=False)],
+        unplaced=1,
+        why=["a: not Schedulable"],
     ),
-    (
+    Case(
         "a deleted cluster's replicas are placed again",
         request(1),
-        [B],
-        [("gone", 1)],
-        [("b", 1)],
-        0,
-        [],
+        clusters=[B],
+        previous=[("gone", 1)],
+        want=[("b", 1)],
     ),
-    (
+    Case(
         "cluster selector",
         request(2, selector={"region": "eu"}),
-        [cluster("a", labels={"region": "eu"}), cluster("b", labels={"region": "us"})],
-        [],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[cluster("a", labels={"region": "eu"}), cluster("b", labels={"region": "us"})],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "replicas leave a cluster the selector no longer matches",
         request(1, selector={"region": "eu"}),
-        [cluster("a", labels={"region": "us"}), cluster("b", labels={"region": "eu"})],
-        [("a", 1)],
-        [("b", 1)],
-        0,
-        [],
+        clusters=[cluster("a", labels={"region": "us"}), cluster("b", labels={"region": "eu"})],
+        previous=[("a", 1)],
+        want=[("b", 1)],
     ),
-    (
+    Case(
         "provider not installed",
         request(1, provider="LLMD"),
-        [A],
-        [],
-        [],
-        1,
-        ["a: provider LLMD not installed"],
+        clusters=[A],
+        unplaced=1,
+        why=["a: provider LLMD not installed"],
     ),
-    (
+    Case(
         "other deployments' GPUs are taken",
         request(2, gpus=2),
-        [cluster("a", gpus_used=7), B],
-        [],
-        [("b", 2)],
-        0,
-        [],
+        clusters=[cluster("a", gpus_used=7), B],
+        want=[("b", 2)],
     ),
-    (
+    Case(
         "not enough GPUs says how many are free",
         request(3, gpus=2),
-        [cluster("a", gpus=4, gpus_used=2)],
-        [],
-        [("a", 1)],
-        2,
-        ["a: 0 of 4 GPUs free, a replica needs 2"],
+        clusters=[cluster("a", gpus=4, gpus_used=2)],
+        want=[("a", 1)],
+        unplaced=2,
+        why=["a: 0 of 4 GPUs free, a replica needs 2"],
     ),
-    (
+    Case(
         "a replica larger than the cluster",
         request(1, gpus=16),
-        [A],
-        [],
-        [],
-        1,
-        ["a: has 8 GPUs, a replica needs 16"],
+        clusters=[A],
+        unplaced=1,
+        why=["a: has 8 GPUs, a replica needs 16"],
     ),
-    (
+    Case(
         "GPU type must match",
         request(1, gpu_type="nvidia-a100"),
-        [A, cluster("b", gpu_type="nvidia-a100")],
-        [],
-        [("b", 1)],
-        0,
-        [],
+        clusters=[A, cluster("b", gpu_type="nvidia-a100")],
+        want=[("b", 1)],
     ),
-    (
+    Case(
         "GPU type mismatch is the reason given",
         request(1, gpu_type="nvidia-a100"),
-        [A],
-        [],
-        [],
-        1,
-        ["a: GPU type nvidia-h100, needs nvidia-a100"],
+        clusters=[A],
+        unplaced=1,
+        why=["a: GPU type nvidia-h100, needs nvidia-a100"],
     ),
-    (
+    Case(
         "a CPU model needs no GPUs",
         request(3, gpus=0),
-        [cluster("a", gpus=0, gpu_type=None), cluster("b", gpus=0, gpu_type=None)],
-        [],
-        [("a", 2), ("b", 1)],
-        0,
-        [],
+        clusters=[cluster("a", gpus=0, gpu_type=None), cluster("b", gpus=0, gpu_type=None)],
+        want=[("a", 2), ("b", 1)],
     ),
-    (
+    Case(
         "kept replicas are not evicted for capacity",
         request(2, gpus=2),
-        [cluster("a", gpus=2)],
-        [("a", 2)],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[cluster("a", gpus=2)],
+        previous=[("a", 2)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "kept replicas count against new ones",
         request(3, gpus=2),
-        [cluster("a", gpus=4), cluster("b", gpus=2)],
-        [("a", 1)],
-        [("a", 2), ("b", 1)],
-        0,
-        [],
+        clusters=[cluster("a", gpus=4), cluster("b", gpus=2)],
+        previous=[("a", 1)],
+        want=[("a", 2), ("b", 1)],
     ),
-    (
+    Case(
         "duplicate earlier entries are merged",
         request(2),
-        [A, B],
-        [("a", 1), ("a", 1)],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, B],
+        previous=[("a", 1), ("a", 1)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "waits for a joining cluster rather than packing",
         request(2),
-        [A, cluster("b", schedulable=False, hostname=None, joining=True)],
-        [],
-        [("a", 1)],
-        1,
-        ["b: joining the fleet, 1 replica(s) wait for it"],
+        clusters=[A, cluster("b", schedulable=False, hostname=None, joining=True)],
+        want=[("a", 1)],
+        unplaced=1,
+        why=["b: joining the fleet, 1 replica(s) wait for it"],
     ),
-    (
+    Case(
         "packs once the joining window is over",
         request(2),
-        [A, cluster("b", schedulable=False, hostname=None)],
-        [],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, cluster("b", schedulable=False, hostname=None)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "a joining cluster gets its share of the spread, no more",
         request(3),
-        [A, cluster("b", schedulable=False, joining=True)],
-        [],
-        [("a", 2)],
-        1,
-        ["b: joining the fleet, 1 replica(s) wait for it"],
+        clusters=[A, cluster("b", schedulable=False, joining=True)],
+        want=[("a", 2)],
+        unplaced=1,
+        why=["b: joining the fleet, 1 replica(s) wait for it"],
     ),
-    (
+    Case(
         "what runs stays when a cluster joins",
         request(2),
-        [A, cluster("b", schedulable=False, joining=True)],
-        [("a", 2)],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, cluster("b", schedulable=False, joining=True)],
+        previous=[("a", 2)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "a drained joining cluster is not waited for",
         request(2),
-        [A, cluster("b", schedulable=False, drained=True, joining=True)],
-        [],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, cluster("b", schedulable=False, drained=True, joining=True)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "a joining cluster without room is not waited for",
         request(2, gpus=4),
-        [A, cluster("b", schedulable=False, joining=True, gpus_used=6)],
-        [],
-        [("a", 2)],
-        0,
-        [],
+        clusters=[A, cluster("b", schedulable=False, joining=True, gpus_used=6)],
+        want=[("a", 2)],
     ),
-    (
+    Case(
         "every cluster says why",
         request(1, gpus=4, provider="LLMD", selector={"tier": "gpu"}),
-        [
+        clusters=[
             cluster("a"),
             cluster("b", labels={"tier": "gpu"}),
             cluster("c", labels={"tier": "gpu"}, providers={"LLMD"}, gpus_used=6),
         ],
-        [],
-        [],
-        1,
-        [
+        unplaced=1,
+        why=[
             "a: does not match spec.placement.clusterSelector",
             "b: provider LLMD not installed",
             "c: 2 of 8 GPUs free, a replica needs 4",
@@ -339,21 +278,15 @@ CASES: list[
 ]
 
 
-Case = tuple[
-    str, Request, list[ClusterView], list[tuple[str, int]], list[tuple[str, int]], int, list[str]
-]
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_place(case: Case) -> None:
-    _, req, clusters, previous, want, unplaced, why = case
-    plan = place(req, clusters, previous)
-    assert list(plan.placements) == want
-    assert plan.unplaced == unplaced
+    plan = place(case.request, case.clusters, case.previous)
+    assert list(plan.placements) == case.want
+    assert plan.unplaced == case.unplaced
     reasons = [f"{c}: {w}" for c, w in plan.why_not]
-    for fragment in why:
+    for fragment in case.why:
         assert fragment in reasons
-    assert plan.placed + plan.unplaced == req.replicas
+    assert plan.placed + plan.unplaced == case.request.replicas
 
 
 def test_held_replicas_are_counted_as_unplaced() -> None:
