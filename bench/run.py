@@ -21,9 +21,11 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from bench import machine, processes, report
 from bench.inprocess import MIB, InProcess, in_process
 from bench.minimal import SCRIPT as MINIMAL
-from bench.settle import Function, Reconciler, Settled, functions
+from bench.settle import Reconciler, Settled
 from bench.stats import Budget, Timing, growth_exponent
 from bench.workloads import SUITE, Workload
+from e2e import emulation
+from e2e.emulation import Function
 from fleetgate.core.runner import run_composer
 
 CALLERS = 50
@@ -233,7 +235,7 @@ def notes(results: dict[str, Any]) -> list[str]:
 
 def run(kinds: Sequence[str], s: Settings) -> dict[str, Any]:
     started = time.time()
-    registry = functions()
+    registry = emulation.registry()
     results: dict[str, Any] = {
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine.describe(),

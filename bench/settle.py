@@ -3,7 +3,7 @@
 Each pass sends the function what Crossplane would: the XR with the status it
 wrote last, every requirement it declared resolved against the fleet, and
 every resource it composed as observed once the workload clusters'
-controllers acted (``e2e.fleet.World``: Ready, Gateway addresses, CA
+controllers acted (``e2e.emulation.World``: Ready, Gateway addresses, CA
 ConfigMaps with real certificates). XRs it composes (a ModelDeployment's
 ModelEndpoints) are reconciled by their own function in turn. The request of
 the pass that changes nothing is the steady state: the request Crossplane
@@ -12,52 +12,23 @@ sends on every reconcile of a settled fleet, and the one worth measuring.
 
 import copy
 import hashlib
-import importlib
 import json
-import tomllib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.world import CREATED, Obj, Pool, condition
-from e2e.fleet import COMPOSITION_RESOURCE_NAME, World, fingerprint
+from e2e.emulation import COMPOSITION_RESOURCE_NAME, Function, World, fingerprint, registry
 from fleetgate.core.constants import API_GROUP
-from fleetgate.core.runner import Composer, run_composer
+from fleetgate.core.runner import run_composer
 from fleetgate.core.secrets import LAST_APPLIED
 from tests.support import STATUS_NAMES, request, xr_ready
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
-
-
-@dataclass(frozen=True)
-class Function:
-    """A function as Crossplane knows it: its name, console script target and composer."""
-
-    name: str
-    script: str  # "fleetgate.<package>.main:cli"
-    compose: Composer
-    input: Obj | None = None  # the Composition step's input, sent with every request
-
-
-def functions() -> dict[str, Function]:
-    """XR kind → the function its Composition's (single) step runs, from the repository's files."""
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    found = {}
-    for path in sorted((REPO / "compositions").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if not doc or doc.get("kind") != "Composition":
-                continue
-            step = doc["spec"]["pipeline"][0]
-            name = step["functionRef"]["name"]
-            module = importlib.import_module(scripts[name].split(":")[0])
-            kind = doc["spec"]["compositeTypeRef"]["kind"]
-            found[kind] = Function(name, scripts[name], module.compose, step.get("input"))
-    return found
 
 
 class NotSettledError(RuntimeError):
@@ -84,7 +55,7 @@ class Reconciler:
     """The control plane for one benchmark fleet: required resources and the clusters' world."""
 
     pool: Pool
-    registry: dict[str, Function] = field(default_factory=functions)
+    registry: dict[str, Function] = field(default_factory=registry)
     world: World = field(default_factory=lambda: World(load_balancers={}))
     _children: dict[str, "Settled"] = field(default_factory=dict)
 

@@ -207,7 +207,7 @@ def call_unresolved(
     reconcile); otherwise every requirement is resolved from the fleet except
     those asking for that kind.
     """
-    target = functions.development_targets()[render.xr_types()[key[0]].function]
+    target = functions.development_targets()[render.xr_types()[key[0]].name]
     req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="drill"))
     req.observed.composite.resource.update(fleet.xrs[key])
     for name, obj in fleet.composed.get(key, {}).items():

@@ -15,17 +15,18 @@ import argparse
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from e2e import functions, validate
+from e2e.emulation import EXAMPLES, REPO, Example, discover, registry
 
-REPO = functions.REPO
-EXAMPLES = REPO / "examples"
+# The examples and the kind → function table are e2e.emulation's; the render's
+# callers take them from here as well.
+__all__ = ["EXAMPLES", "REPO", "Example", "discover", "xr_types"]
+xr_types = registry
 RENDER_TIMEOUT_S = 120
 
 
@@ -34,64 +35,6 @@ def crossplane_cli() -> Path:
     if not cli.exists():
         raise FileNotFoundError(f"Crossplane CLI not found at {cli}: run `make tools`")
     return cli
-
-
-@dataclass(frozen=True)
-class XRType:
-    kind: str
-    xrd: Path
-    composition: Path
-    function: str
-
-
-@cache
-def xr_types() -> dict[str, XRType]:
-    """Kind → its XRD, Composition and function, read from apis/ and compositions/."""
-    compositions = {}
-    for path in sorted((REPO / "compositions").glob("*.yaml")):
-        comp = yaml.safe_load(path.read_text())
-        compositions[comp["spec"]["compositeTypeRef"]["kind"]] = (
-            path,
-            comp["spec"]["pipeline"][0]["functionRef"]["name"],
-        )
-    types = {}
-    for xrd_path in sorted((REPO / "apis").glob("*/definition.yaml")):
-        kind = yaml.safe_load(xrd_path.read_text())["spec"]["names"]["kind"]
-        comp_path, function = compositions[kind]
-        types[kind] = XRType(kind, xrd_path, comp_path, function)
-    return types
-
-
-@dataclass(frozen=True)
-class Example:
-    path: Path
-
-    @property
-    def name(self) -> str:
-        inside = self.path.is_relative_to(EXAMPLES)
-        return str(self.path.relative_to(EXAMPLES)) if inside else str(self.path)
-
-    @property
-    def xr(self) -> dict[str, Any]:
-        data: dict[str, Any] = yaml.safe_load((self.path / "xr.yaml").read_text())
-        return data
-
-    @property
-    def type(self) -> XRType:
-        return xr_types()[self.xr["kind"]]
-
-    def optional(self, filename: str) -> Path | None:
-        path = self.path / filename
-        return path if path.exists() else None
-
-    @property
-    def expect(self) -> dict[str, Any]:
-        path = self.optional("expect.yaml")
-        return yaml.safe_load(path.read_text()) if path else {}
-
-
-def discover(root: Path = EXAMPLES) -> list[Example]:
-    return [Example(p.parent) for p in sorted(root.rglob("xr.yaml"))]
 
 
 def render(example: Example, observed: Path | None = None) -> list[dict[str, Any]]:
@@ -182,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-validate", action="store_true", help="skip schema validation")
     args = parser.parse_args(argv)
     examples = [Example(p.resolve()) for p in args.examples] or discover()
-    needed = sorted({e.type.function for e in examples})
+    needed = sorted({e.type.name for e in examples})
     failures = 0
     with functions.running(needed):
         for example in examples:

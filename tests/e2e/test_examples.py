@@ -18,7 +18,7 @@ EXAMPLES = render.discover()
 
 @pytest.fixture(scope="session")
 def running_functions() -> Iterator[dict[str, str]]:
-    with functions.running(sorted({e.type.function for e in EXAMPLES})) as targets:
+    with functions.running(sorted({e.type.name for e in EXAMPLES})) as targets:
         yield targets
 
 
@@ -30,10 +30,9 @@ def rendered(running_functions: dict[str, str]) -> dict[str, list[dict[str, Any]
 
 def secret_values(example: render.Example) -> list[str]:
     """Every Secret value the example hands the function, decoded."""
-    path = example.optional("required.yaml")
     values = []
-    for doc in yaml.safe_load_all(path.read_text()) if path else []:
-        if doc and doc.get("kind") == "Secret":
+    for doc in example.required:
+        if doc.get("kind") == "Secret":
             values += [base64.b64decode(v).decode() for v in (doc.get("data") or {}).values()]
             values += list((doc.get("stringData") or {}).values())
     return values

@@ -27,9 +27,7 @@ GATEWAY_FUNCTIONS = ("compose-inference-cluster", "compose-inference-gateway")
 
 
 def composes_a_gateway(example: render.Example) -> bool:
-    expect = example.optional("expect.yaml")
-    kinds = (yaml.safe_load(expect.read_text()) or {}).get("composed", []) if expect else []
-    return "Gateway" in kinds
+    return "Gateway" in (example.expect or {}).get("composed", [])
 
 
 EXAMPLES = [e for e in render.discover() if composes_a_gateway(e)]
@@ -41,7 +39,7 @@ CASES = [pytest.param(e, id=e.name) for e in EXAMPLES]
 
 @pytest.fixture(scope="module")
 def running() -> Iterator[dict[str, str]]:
-    with functions.running(sorted({e.type.function for e in EXAMPLES})) as targets:
+    with functions.running(sorted({e.type.name for e in EXAMPLES})) as targets:
         yield targets
 
 
@@ -49,18 +47,13 @@ def test_the_gateway_examples_are_found() -> None:
     names = {e.name for e in EXAMPLES}
     assert "inference-gateway/production" in names
     assert "inference-cluster/walk-9-schedulable" in names
-    assert {e.type.function for e in EXAMPLES} <= set(GATEWAY_FUNCTIONS)
-
-
-def _observed(example: render.Example) -> list[Any]:
-    path = example.optional("observed.yaml")
-    return [d for d in yaml.safe_load_all(path.read_text()) if d] if path else []
+    assert {e.type.name for e in EXAMPLES} <= set(GATEWAY_FUNCTIONS)
 
 
 def settled(example: render.Example, tmp_path: Any) -> list[Any]:
     """What the example composes once the Secrets it creates exist on the cluster."""
     _, composed, _ = render.split(render.render(example))
-    observed = _observed(example)
+    observed = list(example.observed.values())
     seen = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME] for d in observed}
     created = [
         o
@@ -83,9 +76,7 @@ def test_envoy_gateway_accepts_what_the_example_composes(
     running: dict[str, str], example: render.Example, tmp_path: Any
 ) -> None:
     composed = settled(example, tmp_path)
-    required = example.optional("required.yaml")
-    docs = [d for d in yaml.safe_load_all(required.read_text()) if d] if required else []
-    secrets = [as_stored(d) for d in docs if d.get("kind") == "Secret"]
+    secrets = [as_stored(d) for d in example.required if d.get("kind") == "Secret"]
     given = translate.example_input(composed, secrets)
     result = translate.translate(given, tmp_path)
     assert result.objects("gateways"), "nothing translated"

@@ -6,14 +6,13 @@ Crossplane's function runner: first call with nothing resolved, then resolve
 every requirement the function declared from the world and call again, until
 the requirements stop changing. ``walk`` repeats that pass after pass, feeding
 each pass's desired state back as observed state the way the controllers
-would (``e2e.fleet.World.realise``: Ready, Gateway addresses, trust-manager
+would (``e2e.emulation.World.realise``: Ready, Gateway addresses, trust-manager
 ConfigMaps with real PEMs) and the XR's status back into the XR.
 """
 
 import base64
 import contextlib
 import copy
-import importlib
 import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +22,9 @@ from typing import Any
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e.fleet import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Fleet, World, XRKey
+from e2e import emulation
+from e2e.emulation import COMPOSITION_RESOURCE_NAME, KIND_ORDER, World
+from e2e.fleet import Fleet, XRKey
 from e2e.fleetcheck import _matches
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
@@ -31,20 +32,9 @@ from tests.support import STATUS_NAMES
 
 Obj = dict[str, Any]
 
-# XR kind → the function's package under fleetgate (its console script is
-# compose-<package with dashes>). Imported on first use: one function that
-# does not import fails its own cases only.
-FUNCTIONS: dict[str, str] = {
-    "InferenceCluster": "inference_cluster",
-    "InferenceGateway": "inference_gateway",
-    "ModelDeployment": "model_deployment",
-    "ModelEndpoint": "model_endpoint",
-    "ModelService": "model_service",
-    # Composed by a ModelService (one per serving gateway), served by its function.
-    "ModelRoute": "model_service",
-}
-KINDS = list(FUNCTIONS)
-SCRIPTS = {kind: "compose-" + package.replace("_", "-") for kind, package in FUNCTIONS.items()}
+# XR kind → its function, from the repository's files (e2e.emulation.registry).
+KINDS = list(emulation.registry())
+SCRIPTS = {kind: fn.name for kind, fn in emulation.registry().items()}
 # What Crossplane's function runner lets a response be by default (the SDK's
 # --max-send-message-size default, 4 MB).
 MESSAGE_LIMIT = 4 * 1024 * 1024
@@ -59,9 +49,9 @@ CONTROLLERS = World(load_balancers={})
 
 
 def composer(kind: str) -> Composer:
-    module = importlib.import_module(f"fleetgate.{FUNCTIONS[kind]}.composer")
-    compose: Composer = module.compose
-    return compose
+    """The function of ``kind``, imported on first use: one function that does not
+    import fails its own cases only."""
+    return emulation.registry()[kind].compose
 
 
 def request(

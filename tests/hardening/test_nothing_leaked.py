@@ -18,14 +18,13 @@ import copy
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import render
-from e2e.fleet import COMPOSITION_RESOURCE_NAME, as_stored
+from e2e.fleet import as_stored
 from tests.grpc.process import FUNCTIONS, insecure, raw_call, serving
 from tests.hardening import harness
 from tests.hardening.harness import SCRIPTS, Obj, settle
@@ -147,16 +146,8 @@ def with_broken_secrets(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest
 
 def example_world(example: render.Example) -> tuple[list[Obj], dict[str, Obj]]:
     """An example's required resources (as stored) and observed resources (by composition name)."""
-    world, observed = [], {}
-    if path := example.optional("required.yaml"):
-        world = [as_stored(d) if d.get("kind") == "Secret" else d for d in _docs(path)]
-    if path := example.optional("observed.yaml"):
-        observed = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d for d in _docs(path)}
-    return world, observed
-
-
-def _docs(path: Path) -> list[Obj]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    world = [as_stored(d) if d.get("kind") == "Secret" else d for d in example.required]
+    return world, example.observed
 
 
 @pytest.fixture(params=[(), ("--debug",)], ids=["info", "debug"], scope="module")

@@ -12,25 +12,17 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
 from e2e import example_cas
+from e2e.emulation import Example
 from fleetgate.inference_cluster.composer import compose
 from tests.support import request, run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "inference-cluster"
 WALK = sorted(EXAMPLES.glob("walk-*"), key=lambda p: int(p.name.split("-")[1]))
-NAME_ANNOTATION = "crossplane.io/composition-resource-name"
 
 
 def load(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    xr = yaml.safe_load((folder / "xr.yaml").read_text())
-    required_file = folder / "required.yaml"
-    required = [d for d in yaml.safe_load_all(required_file.read_text()) if d]
-    observed_file = folder / "observed.yaml"
-    observed = {}
-    if observed_file.exists():
-        for doc in yaml.safe_load_all(observed_file.read_text()):
-            if doc:
-                observed[doc["metadata"]["annotations"][NAME_ANNOTATION]] = doc
-    return xr, {"gateways": required}, observed
+    example = Example(folder)
+    return example.xr, {"gateways": example.required}, example.observed
 
 
 def test_the_walk_has_every_pass() -> None:

@@ -14,22 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e.emulation import Example
 from fleetgate.model_service.composer import compose
 from tests.support import Outcome, request, run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-service"
-NAME_ANNOTATION = "crossplane.io/composition-resource-name"
 # Crossplane calls a function at most this many times while requirements settle.
 MAX_ITERATIONS = 5
 
 Doc = dict[str, Any]
-
-
-def docs(path: Path) -> list[Doc]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d] if path.exists() else []
 
 
 def matches(selector: fnv1.ResourceSelector, doc: Doc) -> bool:
@@ -48,11 +43,8 @@ def matches(selector: fnv1.ResourceSelector, doc: Doc) -> bool:
 
 def render(folder: Path) -> Outcome:
     """One reconcile of the folder's XR, requirements resolved from its required.yaml."""
-    xr = yaml.safe_load((folder / "xr.yaml").read_text())
-    available = docs(folder / "required.yaml")
-    observed = {
-        d["metadata"]["annotations"][NAME_ANNOTATION]: d for d in docs(folder / "observed.yaml")
-    }
+    example = Example(folder)
+    xr, available, observed = example.xr, example.required, example.observed
     required: dict[str, list[Doc]] = {}
     for _ in range(MAX_ITERATIONS):
         out = run(compose, request(xr, required=required, observed=observed))
@@ -114,10 +106,7 @@ def test_each_pass_observes_what_the_previous_one_composed(
     before: str, after: str, accepted: bool
 ) -> None:
     out = render(EXAMPLES / before)
-    observed = {
-        d["metadata"]["annotations"][NAME_ANNOTATION]: d
-        for d in docs(EXAMPLES / after / "observed.yaml")
-    }
+    observed = Example(EXAMPLES / after).observed
     assert set(observed) == set(out.desired)
     for name, obj in observed.items():
         assert as_composed(obj) == out.desired[name]["spec"], name
@@ -131,14 +120,14 @@ def test_each_pass_observes_what_the_previous_one_composed(
 def test_the_route_examples_reconcile_what_the_service_walk_composes() -> None:
     [route] = render(EXAMPLES / "walk-2-composed").desired.values()
     for folder in sorted(EXAMPLES.glob("route-*")):
-        xr = yaml.safe_load((folder / "xr.yaml").read_text())
+        xr = Example(folder).xr
         assert (xr["metadata"], xr["spec"]) == (route["metadata"], route["spec"]), folder.name
 
 
 def test_the_service_walk_observes_what_the_route_reports() -> None:
     reported = render(EXAMPLES / "route-walk-2-accepted")
     for name in ("walk-3-accepted", "walk-4-credential-withdrawn", "gateway-loses-client-ca"):
-        [route] = docs(EXAMPLES / name / "observed.yaml")
+        [route] = Example(EXAMPLES / name).observed.values()
         status = dict(route["status"])
         conditions = {c["type"]: c for c in status.pop("conditions")}
         assert status == reported.composite["status"], name
@@ -158,7 +147,7 @@ FOLDERS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_each_example_says_what_it_shows(folder: Path) -> None:
     """expect.yaml agrees with the function here too, so a drift shows before the e2e render."""
-    expect = yaml.safe_load((folder / "expect.yaml").read_text())
+    expect = Example(folder).expect
     out = render(folder)
     assert out.fatal == []
     for type_, want in expect["conditions"].items():
