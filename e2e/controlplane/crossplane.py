@@ -11,7 +11,6 @@ applied as a platform team would, so a permission missing there fails here.
 """
 
 import base64
-import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, Obj, wait_for
 from e2e.controlplane.processes import Namespace, Supervisor
@@ -32,33 +32,18 @@ INIT_ATTEMPTS = 5
 
 def module_dir() -> Path:
     """Crossplane's module at the version tools/go.mod pins (the CLI's and core's)."""
-    out = subprocess.run(
-        ["go", "list", "-m", "-json", MODULE],
-        cwd=REPO / "tools",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(json.loads(out.stdout)["Dir"])
+    return charts.module_dir(MODULE, REPO / "tools")
 
 
 def chart_objects() -> list[Obj]:
-    rendered = subprocess.run(
-        [
-            binary("helm"),
-            "template",
-            "crossplane",
-            str(module_dir() / "cluster" / "charts" / "crossplane"),
-            f"--namespace={NAMESPACE}",
-            # No webhook can reach a process outside the cluster network; the
-            # chart's own switch turns them off in every container it renders.
-            "--set=webhooks.enabled=false",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [d for d in yaml.safe_load_all(rendered) if d]
+    return charts.render(
+        module_dir() / "cluster" / "charts" / "crossplane",
+        "crossplane",
+        NAMESPACE,
+        # No webhook can reach a process outside the cluster network; the
+        # chart's own switch turns them off in every container it renders.
+        {"webhooks": {"enabled": False}},
+    )
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from e2e import pki
+from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, is_true, wait_for
 from e2e.controlplane.processes import Supervisor, wait_listening
@@ -112,13 +113,6 @@ def _only_version(folder: Path) -> Path:
     return versions[0]
 
 
-def _module_dir(module: str, cwd: Path) -> Path:
-    out = subprocess.run(
-        ["go", "list", "-m", "-json", module], cwd=cwd, capture_output=True, text=True, check=True
-    )
-    return Path(json.loads(out.stdout)["Dir"])
-
-
 def dependency_versions() -> dict[str, str]:
     """Package repository → version, from the Configuration's own dependsOn."""
     meta = yaml.safe_load((REPO / "package" / "configuration" / "crossplane.yaml").read_text())
@@ -140,7 +134,7 @@ def publish(registry: str, ca_file: Path, work: Path) -> None:
     versions = dependency_versions()
     pk_repo = f"{UPSTREAM}/crossplane-contrib/provider-kubernetes"
     pk_root = (
-        _module_dir(
+        charts.module_dir(
             "github.com/crossplane-contrib/provider-kubernetes",
             REPO / "tools" / "controlplane" / "provider-kubernetes",
         )

@@ -1,12 +1,19 @@
 """Each workload cluster's own controllers: trust-manager for real, the rest as stand-ins.
 
 trust-manager v0.24.0 builds from the Go module proxy and runs out of cluster
-with the settings the stack install gives it (trust namespace
-``fleetgate-system``, see functions/fleetgate/inference_cluster/stack.py); it
+as the stack installs it: its Helm chart at the pinned tag (in the Go module
+cache) is rendered by Helm with the values compose-inference-cluster gives
+its Release (functions/fleetgate/inference_cluster/stack.py), the chart's
+ServiceAccount, ClusterRoles, Roles and bindings are applied, and the
+Deployment's container runs here with the chart's arguments, authenticated
+by a token of that ServiceAccount, never as an administrator. So the trust
+namespace the values set, and the RBAC the chart grants for it, are what
+the Bundles are synced with: a permission they lack fails ``make e2e``. It
 writes the Bundle target ConfigMaps the functions read CA certificates from.
 Its admission webhook is served but not registered (no webhook configuration
-can reach a process outside the cluster network). It authenticates with the
-workload cluster's admin certificate: its chart's RBAC is not reproduced here.
+can reach a process outside the cluster network), so the chart's webhook
+objects (configuration, Certificate, Issuer) and Services are not applied,
+and the Bundle CRD comes from the pinned set like every other CRD.
 """
 
 from pathlib import Path
@@ -14,14 +21,19 @@ from pathlib import Path
 import yaml
 
 from e2e import pki
+from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
 from e2e.controlplane.standins import Controllers
 from e2e.fleet import World
 from e2e.functions import free_port
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.inference_cluster import stack
 
 REPO = Path(__file__).resolve().parents[2]
+TRUST_MANAGER = next(c for c in stack.CHARTS if c.key == "trust-manager")
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
 
 def world() -> World:
@@ -29,27 +41,62 @@ def world() -> World:
     return World(load_balancers=spec.get("loadBalancers", {}))
 
 
+def trust_manager_chart() -> list[Obj]:
+    """What trust-manager's chart renders with the stack's values."""
+    module = charts.module_dir(
+        "github.com/cert-manager/trust-manager", REPO / "tools" / "controlplane" / "trust-manager"
+    )
+    return charts.render(
+        module / "deploy" / "charts" / "trust-manager",
+        TRUST_MANAGER.key,
+        TRUST_MANAGER.namespace,
+        TRUST_MANAGER.values,
+    )
+
+
+def local_args(args: list[str], **here: object) -> list[str]:
+    """The chart's container arguments, with the ``--flag=value`` ones in ``here`` replaced
+    (ports and paths that differ for a process on this machine)."""
+    flags = {f"--{k.replace('_', '-')}": v for k, v in here.items()}
+    kept = [a for a in args if a.split("=", 1)[0] not in flags]
+    return kept + [f"{flag}={value}" for flag, value in flags.items()]
+
+
 def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
+    objects = trust_manager_chart()
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    for namespace in (TRUST_MANAGER.namespace, SYSTEM_NAMESPACE):
+        workload.admin.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+    for obj in objects:
+        if obj["kind"] in RBAC_KINDS:
+            workload.admin.apply(obj)
+    token = workload.admin.token_for(TRUST_MANAGER.namespace, pod["serviceAccountName"])
     webhook = workload.dir / "trust-manager-webhook"
     webhook.mkdir(exist_ok=True)
     serving = pki.leaf(workload.ca, "trust-manager", server=True, ips=("127.0.0.1",))
     (webhook / "tls.crt").write_bytes(serving.cert_pem)
     (webhook / "tls.key").write_bytes(serving.key_pem)
-    workload.admin.apply(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}}
-    )
     sup.start(
         f"{workload.name}-trust-manager",
         [
             binary("trust-manager"),
-            f"--kubeconfig={workload.admin_kubeconfig}",
-            f"--trust-namespace={SYSTEM_NAMESPACE}",
-            "--leader-elect=false",
-            f"--metrics-port={free_port()}",
-            f"--readiness-probe-port={free_port()}",
-            "--webhook-host=127.0.0.1",
-            f"--webhook-port={free_port()}",
-            f"--webhook-certificate-dir={webhook}",
+            *local_args(
+                [str(a) for a in container["args"]],
+                kubeconfig=workload.kubeconfig_for_token("trust-manager", token),
+                # controller-runtime finds the lease's namespace in the pod's
+                # ServiceAccount mount, which a process has not; one replica
+                # needs no election.
+                leader_elect="false",
+                metrics_port=free_port(),
+                readiness_probe_port=free_port(),
+                webhook_host="127.0.0.1",
+                webhook_port=free_port(),
+                webhook_certificate_dir=webhook,
+            ),
         ],
     )
     controllers = Controllers(workload, the_world)

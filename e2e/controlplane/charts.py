@@ -1,0 +1,62 @@
+"""Upstream Helm charts and package folders, from the Go modules the tools pin.
+
+A pinned module's files are in the Go module cache, checksummed by the
+go.sum beside the go.mod that pins it, so a chart rendered from there is the
+chart at the pinned tag. Rendering is Helm's own (``helm template``).
+"""
+
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.controlplane.clusters import binary
+from e2e.controlplane.kube import Obj
+
+REPO = Path(__file__).resolve().parents[2]
+KUBERNETES = ("k8s.io/kubernetes", REPO / "tools" / "controlplane" / "kubernetes")
+
+
+def _module(module: str, pinned_by: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        ["go", "list", "-m", "-json", module],
+        cwd=pinned_by,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(out.stdout)
+    return found
+
+
+def module_dir(module: str, pinned_by: Path) -> Path:
+    """The files of ``module`` at the version the go.mod in ``pinned_by`` requires."""
+    return Path(_module(module, pinned_by)["Dir"])
+
+
+def render(
+    chart: Path, release: str, namespace: str, values: Mapping[str, Any] | None = None
+) -> list[Obj]:
+    """Every object ``helm template`` renders from ``chart`` with ``values``, for the
+    Kubernetes version the API servers here are built from (a chart may require one)."""
+    kubernetes = _module(*KUBERNETES)["Version"]
+    rendered = subprocess.run(
+        [
+            binary("helm"),
+            "template",
+            release,
+            str(chart),
+            f"--namespace={namespace}",
+            f"--kube-version={kubernetes}",
+            "-f",
+            "-",
+        ],
+        input=json.dumps(dict(values or {})),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [d for d in yaml.safe_load_all(rendered) if d]
