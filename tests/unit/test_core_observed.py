@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core.observed import condition, has_condition, is_current, is_ready, list_conditions
+from fleetgate.core.observed import Observed, is_current
 
 CURRENT: list[tuple[str, dict[str, Any], Any, bool]] = [
     ("stamped for this generation", {"observedGeneration": 5}, 5, True),
@@ -44,11 +44,13 @@ def test_a_route_at_generation_five_accepted_at_one_is_not_accepted() -> None:
             ],
         },
     }
-    assert not has_condition(route, "Accepted")
-    assert condition(route, "Accepted") is None
+    observed = Observed.of(route)
+    assert not observed.has_condition("Accepted")
+    assert observed.condition("Accepted") is None
     # A parent's conditions are judged against the route's generation.
-    assert list_conditions(route, "parents", "ResolvedRefs") == []
-    assert [c["observedGeneration"] for c in list_conditions(route, "parents", "Accepted")] == [5]
+    assert observed.entry_conditions("parents", "ResolvedRefs") == []
+    accepted = observed.entry_conditions("parents", "Accepted")
+    assert [c["observedGeneration"] for c in accepted] == [5]
 
 
 def test_an_xr_ready_for_an_older_spec_is_not_ready() -> None:
@@ -56,6 +58,6 @@ def test_an_xr_ready_for_an_older_spec_is_not_ready() -> None:
     (v2.2.0 internal/controller/apiextensions/composite/reconciler.go:498, 853)."""
     ready: dict[str, Any] = {"type": "Ready", "status": "True", "observedGeneration": 2}
     xr = {"metadata": {"generation": 3}, "status": {"conditions": [ready]}}
-    assert not is_ready(xr)
+    assert not Observed.of(xr).ready
     ready["observedGeneration"] = 3
-    assert is_ready(xr)
+    assert Observed.of(xr).ready

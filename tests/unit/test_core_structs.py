@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
 from fleetgate.core.function import Reconcile
-from fleetgate.core.observed import condition, dig, has_condition, is_ready, remote_manifest
+from fleetgate.core.observed import Observed, dig, is_current
 from fleetgate.core.runner import run_composer
 from tests.support import request
 
@@ -150,34 +150,51 @@ OBSERVED: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+# The plain reading of conditions, which the view over a Struct must agree with.
+def _current(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    found = dig(obj, "status", "conditions")
+    at = dig(obj, "metadata", "generation")
+    items = found if isinstance(found, list) else []
+    return [c for c in items if isinstance(c, dict) and is_current(c, at)]
+
+
+def has_condition(obj: dict[str, Any], type_: str, status: str = "True") -> bool:
+    return any(c.get("type") == type_ and c.get("status") == status for c in _current(obj))
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in _current(obj) if c.get("type") == type_), None)
+
+
+def remote_manifest(obj: dict[str, Any]) -> dict[str, Any] | None:
+    manifest = dig(obj, "status", "atProvider", "manifest")
+    return manifest if isinstance(manifest, dict) else None
+
+
 @pytest.mark.parametrize("observed", [v for _, v in OBSERVED], ids=[n for n, _ in OBSERVED])
 def test_readers_agree_with_the_dict_readers(observed: dict[str, Any]) -> None:
     s = sdk_struct(observed)
     for type_, status in [("Ready", "True"), ("Ready", "False"), ("Synced", "True")]:
-        assert structs.has_condition(s, type_, status) == has_condition(observed, type_, status)
+        assert Observed(s).has_condition(type_, status) == has_condition(observed, type_, status)
     rec = Reconcile(request({"kind": "X"}, observed={"r": observed}), run_composer_rsp())
-    assert rec.has_observed("r")
-    assert not rec.has_observed("other")
-    assert rec.observed_ready("r") == is_ready(rec.observed("r"))
-    assert not rec.observed_ready("other")
-    assert rec.observed_remote_exists("r") == (remote_manifest(rec.observed("r")) is not None)
-    assert not rec.observed_remote_exists("other")
-    assert rec.observed_condition("r", "Ready") == condition(rec.observed("r"), "Ready")
-    assert rec.observed_condition("other", "Ready") is None
-    # The reduced state reads as the whole Object does for everything it keeps.
-    state, full = rec.observed_state("r"), rec.observed("r")
-    assert rec.observed_state("other") is None
-    assert state is not None
-    for type_, status in [("Ready", "True"), ("Ready", "False"), ("Synced", "True")]:
-        assert has_condition(state, type_, status) == has_condition(full, type_, status)
+    view, full = rec.observed("r"), structs.to_dict(rec.req.observed.resources["r"].resource)
+    assert view.exists
+    assert not rec.observed("other").exists
+    assert view.ready == has_condition(full, "Ready")
+    assert not rec.observed("other").ready
+    assert view.exists_remotely == (remote_manifest(full) is not None)
+    assert not rec.observed("other").exists_remotely
+    assert view.condition("Ready") == condition(full, "Ready")
+    assert rec.observed("other").condition("Ready") is None
+    # Each field read through the view is what the whole Object holds there.
+    assert view.to_dict() == full
     for path in [("kind",), ("status", "conditions"), ("metadata", "name")]:
-        assert dig(state, *path) == dig(full, *path)
-    assert condition(state, "Ready") == condition(full, "Ready")
+        assert view.get(*path) == dig(full, *path)
     for path in [("kind",), ("apiVersion",), ("metadata", "name"), ("status",)]:
-        assert dig(remote_manifest(state), *path) == dig(remote_manifest(full), *path)
+        assert view.remote.get(*path) == dig(remote_manifest(full), *path)
 
 
-def test_observed_state_leaves_out_the_remote_spec_and_the_desired_copy() -> None:
+def test_the_view_reads_the_remote_status_without_the_remote_spec() -> None:
     remote = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -198,22 +215,16 @@ def test_observed_state_leaves_out_the_remote_spec_and_the_desired_copy() -> Non
         "status": {"conditions": [_cond("Ready", "True")], "atProvider": {"manifest": remote}},
     }
     rec = Reconcile(request({"kind": "X"}, observed={"r": observed}), run_composer_rsp())
-    assert rec.observed_state("r") == {
-        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
-        "kind": "Object",
-        "metadata": {"name": "o", "generation": 2.0},
-        "status": {
-            "conditions": [_cond("Ready", "True")],
-            "atProvider": {
-                "manifest": {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": "engine", "namespace": "ns", "generation": 3.0},
-                    "status": {"readyReplicas": 2.0},
-                }
-            },
-        },
+    view = rec.observed("r")
+    assert (view.get("kind"), view.generation, view.ready) == ("Object", 2.0, True)
+    assert view.condition("Ready") == _cond("Ready", "True")
+    assert view.remote.generation == 3.0
+    assert view.remote.get("status") == {"readyReplicas": 2.0}
+    assert view.remote.to_dict(only={"kind": None, "metadata": {"name": None}}) == {
+        "kind": "Deployment",
+        "metadata": {"name": "engine"},
     }
+    assert rec.observed("r") is view, "read once per call"
 
 
 def run_composer_rsp() -> Any:

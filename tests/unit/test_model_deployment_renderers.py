@@ -29,6 +29,7 @@ from e2e import crds, validate
 from fleetgate.core import names
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.objects import remote_object
+from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.providers import PROVIDERS, dynamo, kaito, kuberay
 from fleetgate.model_deployment.providers.base import Manifest, Workload
@@ -274,8 +275,8 @@ def test_upstream_names_leave_room_for_what_operators_derive() -> None:
     assert names.dns_label(graph) == graph
 
 
-def observed_with(part: str, status: dict[str, Any]) -> dict[str, Any]:
-    return {part: {"status": {"atProvider": {"manifest": {"status": status}}}}}
+def observed_with(part: str, status: dict[str, Any]) -> dict[str, Observed]:
+    return {part: Observed.of({"status": {"atProvider": {"manifest": {"status": status}}}})}
 
 
 def ok(type_: str) -> dict[str, Any]:

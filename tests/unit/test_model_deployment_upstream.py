@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import upstream
 from tests.unit.test_model_deployment import (
     ARGS,
@@ -66,7 +67,7 @@ FIELDS: list[tuple[str, dict[str, Any] | None, tuple[str, ...] | None]] = [
     ("observed", "fields"), [c[1:] for c in FIELDS], ids=[c[0] for c in FIELDS]
 )
 def test_refused_fields(observed: dict[str, Any] | None, fields: tuple[str, ...] | None) -> None:
-    assert upstream.refused_fields(observed) == fields
+    assert upstream.refused_fields(Observed.of(observed)) == fields
 
 
 # --- through the function: refused, stable, recovered ---------------------------------

@@ -21,6 +21,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from fleetgate.core import pacing, structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
+from fleetgate.core.observed import Observed
 from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
 
 Status = Literal["True", "False", "Unknown"]
@@ -47,23 +48,6 @@ def describe_object(data: dict[str, Any], default_kind: str) -> str:
 def bounded(message: str) -> str:
     """Keep messages readable and within what a condition or event accepts."""
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
-
-
-_REMOTE = ("status", "atProvider", "manifest")
-_STATE_PATHS = (
-    ("apiVersion",),
-    ("kind",),
-    ("metadata", "name"),
-    # What each condition is judged against (observed.is_current).
-    ("metadata", "generation"),
-    ("status", "conditions"),
-    (*_REMOTE, "apiVersion"),
-    (*_REMOTE, "kind"),
-    (*_REMOTE, "metadata", "name"),
-    (*_REMOTE, "metadata", "namespace"),
-    (*_REMOTE, "metadata", "generation"),
-    (*_REMOTE, "status"),
-)
 
 
 @dataclass(frozen=True)
@@ -133,6 +117,7 @@ class Reconcile:
     rsp: fnv1.RunFunctionResponse
     _status: dict[str, Any] = field(default_factory=dict)
     _waiting: bool | None = None
+    _observed: dict[str, Observed] = field(default_factory=dict)
 
     # --- reading -----------------------------------------------------------
 
@@ -199,53 +184,15 @@ class Reconcile:
         found = self._declare(key, selector)
         return None if found is None else ByName(model, selector.kind, found)
 
-    def observed(self, name: str) -> dict[str, Any] | None:
-        """A composed resource as Crossplane observed it, or None."""
-        if name not in self.req.observed.resources:
-            return None
-        return structs.to_dict(self.req.observed.resources[name].resource)
-
-    def observed_state(self, name: str) -> dict[str, Any] | None:
-        """What says how a composed provider-kubernetes Object is doing, or None if unobserved.
-
-        The Object reduced to its identity, its conditions (Ready, Synced and
-        their messages) and the remote object's identity and status: the same
-        shape as ``observed(name)``, so ``is_ready``, ``remote_manifest`` and
-        ``dig`` read it alike, without converting the two copies of the remote
-        spec (desired and as applied) that are most of a workload's Object.
-        """
-        if name not in self.req.observed.resources:
-            return None
-        return structs.pick(self.req.observed.resources[name].resource, _STATE_PATHS)
-
-    def has_observed(self, name: str) -> bool:
-        """Whether Crossplane observed a composed resource ``name`` (cheaper than ``observed``)."""
-        return name in self.req.observed.resources
-
-    def observed_ready(self, name: str) -> bool:
-        """``is_ready(observed(name))`` without converting the whole resource: Ready, and
-        current (``observed.is_current``: an XR's Ready stamped for an older spec is not).
-
-        A function asks this of every resource it composes, on every call; at
-        the API's maxima converting each observed Object (its remote manifest
-        included) only to read one condition was most of the call.
-        """
-        observed = self.req.observed.resources
-        return name in observed and structs.has_condition(observed[name].resource, "Ready")
-
-    def observed_condition(self, name: str, type_: str) -> dict[str, Any] | None:
-        """One condition of a composed resource as observed; None if absent, stale
-        (``observed.is_current``) or unobserved."""
-        observed = self.req.observed.resources
-        return structs.condition(observed[name].resource, type_) if name in observed else None
-
-    def observed_remote_exists(self, name: str) -> bool:
-        """``remote_manifest(observed(name)) is not None`` without converting the resource."""
-        observed = self.req.observed.resources
-        if name not in observed:
-            return False
-        manifest = structs.lookup(observed[name].resource, "status", "atProvider", "manifest")
-        return manifest is not None and manifest.WhichOneof("kind") == "struct_value"
+    def observed(self, name: str) -> Observed:
+        """A composed resource as Crossplane observed it: a view that converts only what
+        is read (``observed.Observed``); ``.exists`` is False when it was not observed."""
+        view = self._observed.get(name)
+        if view is None:
+            found = self.req.observed.resources
+            view = Observed(found[name].resource if name in found else None)
+            self._observed[name] = view
+        return view
 
     # --- composing ---------------------------------------------------------
 
@@ -256,7 +203,7 @@ class Reconcile:
         remote Secret exists, so provider-kubernetes never saves a value into
         it (``core/secrets.py``).
         """
-        withhold_until_created(manifest, lambda: self.observed_remote_exists(name))
+        withhold_until_created(manifest, lambda: self.observed(name).exists_remotely)
         desired = self.rsp.desired.resources[name]
         desired.resource.Clear()
         structs.update(desired.resource, manifest)
@@ -270,9 +217,10 @@ class Reconcile:
         provider-kubernetes wrote back into an observed Object are scrubbed:
         the Object is carried over as the function composed it.
         """
-        if name not in self.req.observed.resources:
+        observed = self.observed(name)
+        if not observed.exists:
             return False
-        manifest = structs.to_dict(self.req.observed.resources[name].resource)
+        manifest = observed.to_dict()
         # Only what the function wrote belongs in desired state; status and
         # server-set metadata would be rejected or fight the API server.
         manifest.pop("status", None)
@@ -296,7 +244,7 @@ class Reconcile:
         scrub_secret(manifest)
         # As ready as it was observed: Crossplane counts an unmarked resource
         # as not ready, and the XR's readiness is derived from these marks.
-        self.compose(name, manifest, ready=self.observed_ready(name))
+        self.compose(name, manifest, ready=observed.ready)
         return True
 
     def keep_all(self, *prefixes: str) -> list[str]:

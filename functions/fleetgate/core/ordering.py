@@ -20,8 +20,8 @@ def awaited(rec: Reconcile, *, ready: Iterable[str] = (), exist: Iterable[str] =
     (a policy is accepted only once its target exists): that it was created on
     the cluster is enough.
     """
-    missing = [name for name in ready if not rec.observed_ready(name)]
-    missing += [name for name in exist if not rec.observed_remote_exists(name)]
+    missing = [name for name in ready if not rec.observed(name).ready]
+    missing += [name for name in exist if not rec.observed(name).exists_remotely]
     return missing
 
 
@@ -38,9 +38,10 @@ def compose_after(
     Returns the prerequisites still awaited: empty when ``name`` was composed.
     The desired resource is marked ready when its observed counterpart is.
     """
-    if not rec.has_observed(name):
+    observed = rec.observed(name)
+    if not observed.exists:
         missing = awaited(rec, ready=ready, exist=exist)
         if missing:
             return missing
-    rec.compose(name, manifest, ready=rec.observed_ready(name))
+    rec.compose(name, manifest, ready=observed.ready)
     return []

@@ -13,12 +13,10 @@ ValueError for a number JSON cannot hold or a value a Struct cannot hold.
 """
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
-
-from fleetgate.core import observed
 
 _STRING, _STRUCT, _LIST, _NUMBER, _BOOL = (
     "string_value",
@@ -49,7 +47,7 @@ def to_dict(struct: struct_pb2.Struct, only: Mapping[str, Any] | None = None) ->
     # does the same lookups one generator step at a time.
     fields = struct.fields
     if only is None:
-        return {key: _plain(fields[key]) for key in fields}
+        return {key: plain(fields[key]) for key in fields}
     out = {}
     for key, inner in only.items():
         if key in fields:
@@ -57,20 +55,21 @@ def to_dict(struct: struct_pb2.Struct, only: Mapping[str, Any] | None = None) ->
             if inner is not None and value.WhichOneof("kind") == _STRUCT:
                 out[key] = to_dict(value.struct_value, inner)
             else:
-                out[key] = _plain(value)
+                out[key] = plain(value)
     return out
 
 
-def _plain(value: struct_pb2.Value) -> Any:
+def plain(value: struct_pb2.Value) -> Any:
+    """One Struct value as plain data, converted as ``to_dict`` converts it."""
     kind = value.WhichOneof("kind")
     # Ordered by how often each kind occurs in Kubernetes objects.
     if kind == _STRING:
         return value.string_value
     if kind == _STRUCT:
         fields = value.struct_value.fields
-        return {key: _plain(fields[key]) for key in fields}
+        return {key: plain(fields[key]) for key in fields}
     if kind == _LIST:
-        return [_plain(v) for v in value.list_value.values]
+        return [plain(v) for v in value.list_value.values]
     if kind == _NUMBER:
         number = value.number_value
         if not math.isfinite(number):
@@ -153,77 +152,3 @@ def lookup(struct: struct_pb2.Struct, *path: str) -> struct_pb2.Value | None:
         # A Value of another kind reads as an empty Struct: the next step misses.
         fields = value.struct_value.fields
     return value
-
-
-def pick(struct: struct_pb2.Struct, paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
-    """Only the values at ``paths``, as plain data nested as they are in ``struct``.
-
-    A path that is missing, or passes through something other than a Struct,
-    is left out.
-    """
-    out: dict[str, Any] = {}
-    for path in paths:
-        value = lookup(struct, *path)
-        if value is None:
-            continue
-        node = out
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = _plain(value)
-    return out
-
-
-def has_condition(struct: struct_pb2.Struct, type_: str, status: str = "True") -> bool:
-    """Whether ``status.conditions`` holds a current ``type_`` with ``status``;
-    ``observed.has_condition`` read straight from the Struct."""
-    return any(
-        "status" in found.fields
-        and found.fields["status"].WhichOneof("kind") == _STRING
-        and found.fields["status"].string_value == status
-        and _current(struct, found)
-        for found in _conditions(struct, type_)
-    )
-
-
-def condition(struct: struct_pb2.Struct, type_: str) -> dict[str, Any] | None:
-    """The first current (``observed.is_current``) condition of ``type_`` in
-    ``status.conditions``, as plain data; None if none."""
-    return next(
-        (to_dict(found) for found in _conditions(struct, type_) if _current(struct, found)), None
-    )
-
-
-def _current(struct: struct_pb2.Struct, condition: struct_pb2.Struct) -> bool:
-    """``observed.is_current`` of ``condition`` against ``struct``'s generation."""
-    stamp = condition.fields.get("observedGeneration")
-    if stamp is None:
-        return True  # the common case, read without converting anything
-    generation = lookup(struct, "metadata", "generation")
-    return observed.is_current({"observedGeneration": _scalar(stamp)}, _scalar(generation))
-
-
-def _scalar(value: struct_pb2.Value | None) -> Any:
-    """A number as the float it holds, null or nothing as None, anything else as itself
-    (which no reader takes for a number)."""
-    if value is None:
-        return None
-    kind = value.WhichOneof("kind")
-    if kind == _NUMBER:
-        return value.number_value
-    return None if kind in (None, "null_value") else value
-
-
-def _conditions(struct: struct_pb2.Struct, type_: str) -> Iterator[struct_pb2.Struct]:
-    """Each condition of ``type_``; what is not a list of objects holds none."""
-    conditions = lookup(struct, "status", "conditions")
-    if conditions is None:
-        return
-    # A Value of another kind reads as an empty list, an item of another kind as an empty Struct.
-    for item in conditions.list_value.values:
-        fields = item.struct_value.fields
-        if (
-            "type" in fields
-            and fields["type"].WhichOneof("kind") == _STRING
-            and fields["type"].string_value == type_
-        ):
-            yield item.struct_value

@@ -7,7 +7,7 @@ objects InferenceGateways compose in the same namespace (``fleetgate-gw-…``).
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from fleetgate.core.constants import LABEL_CLUSTER, SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster, Model, ObjectMeta
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname, dns_label, object_name
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import dig, remote_manifest
+from fleetgate.core.observed import Observed
 from fleetgate.core.pki import BUNDLE_KEY, CertificateAuthority
 
 PREFIX: Final = "fleetgate-cluster"
@@ -303,9 +303,9 @@ def gateway(site: Site) -> Manifest:
 # --- reading back -----------------------------------------------------------------
 
 
-def gateway_address(observed: dict[str, Any] | None) -> str | None:
+def gateway_address(observed: Observed) -> str | None:
     """The first address the observed Gateway reports, if any."""
-    addresses = dig(remote_manifest(observed), "status", "addresses")
+    addresses = observed.remote.get("status", "addresses")
     for address in addresses if isinstance(addresses, list) else []:
         value = address.get("value") if isinstance(address, dict) else None
         if isinstance(value, str) and value and len(value) <= 253:

@@ -71,12 +71,12 @@ class Progress:
         if missing:
             self.waiting[name] = missing
             return False
-        self.composed[name] = self.rec.observed_ready(name)
+        self.composed[name] = self.rec.observed(name).ready
         return True
 
     def keep(self, name: str) -> bool:
         if self.rec.keep(name):
-            self.composed[name] = self.rec.observed_ready(name)
+            self.composed[name] = self.rec.observed(name).ready
             return True
         return False
 
@@ -120,8 +120,9 @@ def connect(rec: Reconcile, progress: Progress, site: Site, *, install: bool) ->
     for name, provider in wanted.items():
         if provider in configs:
             # A provider config reports no readiness: that it exists is all there is.
-            rec.compose(name, configs[provider], ready=rec.has_observed(name))
-            progress.composed[name] = rec.has_observed(name)
+            exists = rec.observed(name).exists
+            rec.compose(name, configs[provider], ready=exists)
+            progress.composed[name] = exists
     rec.set_status(providerConfigRef={"name": site.provider_config})
 
 
@@ -141,7 +142,7 @@ def install_stack(progress: Progress, site: Site) -> None:
             after = [stack.release_key(c) for c in addon.after]
             # Sticky: once applied, an addon stays whatever its prerequisites do.
             if stack.carries(progress.rec.observed(key), addon) or all(
-                progress.rec.observed_ready(dep) for dep in after
+                progress.rec.observed(dep).ready for dep in after
             ):
                 addons.append(addon)
             else:
@@ -226,7 +227,7 @@ def trust_fleet_gateways(
             ready=[NAMESPACE, *envoy_gateway],
             exist=[CLIENT_CAS],
         )
-    elif progress.rec.has_observed(GATEWAY):
+    elif progress.rec.observed(GATEWAY).exists:
         # The last fleet gateway is gone: the Gateway is withdrawn this pass,
         # and clients stay validated until it has gone too.
         progress.keep(CLIENT_CAS)

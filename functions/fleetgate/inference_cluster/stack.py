@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.objects import Manifest
-from fleetgate.core.observed import dig
+from fleetgate.core.observed import Observed
 from fleetgate.core.readiness import Stamp, condition_query
 from fleetgate.inference_cluster import gaie_crds
 from fleetgate.inference_cluster.builders import KEEP_ON_DELETE
@@ -259,10 +259,9 @@ def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def carries(observed: Mapping[str, Any] | None, addon: Addon) -> bool:
+def carries(observed: Observed, addon: Addon) -> bool:
     """Whether an observed Release was already composed with ``addon``."""
-    values = dig(observed, "spec", "forProvider", "values")
-    return dig(values, *addon.marker) is not None
+    return observed.get("spec", "forProvider", "values", *addon.marker) is not None
 
 
 def release(chart: Chart, *, provider_config: str, addons: tuple[Addon, ...] = ()) -> Manifest:

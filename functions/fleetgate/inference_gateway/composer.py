@@ -18,7 +18,7 @@ from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import configmap_value, remote_manifest
+from fleetgate.core.observed import configmap_value, dig
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.secrets import secret_patch
 from fleetgate.inference_gateway import builders, inputs, naming, resolution
@@ -73,16 +73,16 @@ def _report_mutual_tls(rec: Reconcile, reachable: list[PublishedCluster] | None)
     published list stands.
     """
     if reachable is None:
-        previous = (rec.observed_composite.get("status") or {}).get("reachableClusters")
+        previous = dig(rec.observed_composite, "status", "reachableClusters")
         if isinstance(previous, list):
             rec.set_status(reachableClusters=previous)
         return
-    ready = rec.observed_ready(naming.CLIENT_CERTIFICATE)
+    ready = rec.observed(naming.CLIENT_CERTIFICATE).ready
     rec.set_status(
         reachableClusters=sorted(
             c.name
             for c in reachable
-            if ready and c.ca_certificate and rec.observed_ready(naming.cluster_ca_key(c.name))
+            if ready and c.ca_certificate and rec.observed(naming.cluster_ca_key(c.name)).ready
         )
     )
 
@@ -131,7 +131,7 @@ class OnCluster:
             # caller policy's status are read back: see them as they change.
             watch=None,
         )
-        self.rec.compose(key, obj, ready=True if self.rec.observed_ready(key) else None)
+        self.rec.compose(key, obj, ready=True if self.rec.observed(key).ready else None)
 
     def client_pki(self) -> None:
         ca = self.names.client_ca
@@ -149,7 +149,7 @@ class OnCluster:
         # v2.0.0-rc.1 pkg/reconciler/managed/reconciler.go:1136-1142), which
         # held a gateway's CA back ~30 s on the real control plane.
         key = naming.CLIENT_CA_CONFIGMAP
-        if self.rec.has_observed(key) or self.rec.observed_ready(naming.pki_key("ca-bundle")):
+        if self.rec.observed(key).exists or self.rec.observed(naming.pki_key("ca-bundle")).ready:
             self.put(key, ca.published(), observe_only=True)
 
     def front_door(self, gateway: InferenceGateway, inputs: FrontDoor) -> None:
@@ -250,7 +250,7 @@ def _report(
     callers: CallerKeys | None = None,
 ) -> None:
     """Status from what Crossplane observed, and GatewayReady saying what is still missing."""
-    observed_gateway = remote_manifest(rec.observed(naming.GATEWAY))
+    observed_gateway = rec.observed(naming.GATEWAY).remote
     address = gateway_address(observed_gateway)
     spec = gateway.spec
     status: dict[str, Any] = {}
@@ -268,7 +268,7 @@ def _report(
     ready = gateway_ready(
         blocked=blocked,
         gateway=observed_gateway,
-        caller_auth=remote_manifest(rec.observed(naming.CALLER_AUTH)),
+        caller_auth=rec.observed(naming.CALLER_AUTH).remote,
         auth=spec.auth is not None,
         where=f"Gateway {names.gateway} on InferenceCluster {spec.cluster_name}",
         callers=callers,

@@ -5,7 +5,7 @@ from typing import Any, Final
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.function import Status
-from fleetgate.core.observed import dig, has_condition, list_conditions
+from fleetgate.core.observed import Observed
 from fleetgate.inference_gateway.inputs import Blocked, CallerKeys
 
 CALLER_AUTH_HINT = (
@@ -27,17 +27,18 @@ class Verdict:
     warn: bool = False  # also a warning result: something a person must fix
 
 
-def gateway_address(gateway: dict[str, Any] | None) -> str | None:
+def gateway_address(gateway: Observed) -> str | None:
     """The first address the Gateway reports (its load balancer's IP or DNS name)."""
-    addresses = dig(gateway, "status", "addresses")
+    addresses = gateway.get("status", "addresses")
     for entry in addresses if isinstance(addresses, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("value"), str) and entry["value"]:
             return str(entry["value"])
     return None
 
 
-def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
-    conditions = dig(obj, "status", "conditions")
+def _condition(obj: Observed, type_: str) -> dict[str, Any]:
+    """The first condition ``type_`` whatever generation it speaks of: for messages only."""
+    conditions = obj.get("status", "conditions")
     for cond in conditions if isinstance(conditions, list) else []:
         if isinstance(cond, dict) and cond.get("type") == type_:
             return cond
@@ -47,8 +48,8 @@ def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
 def gateway_ready(
     *,
     blocked: Blocked | None,
-    gateway: dict[str, Any] | None,
-    caller_auth: dict[str, Any] | None,
+    gateway: Observed,
+    caller_auth: Observed,
     auth: bool,
     where: str,
     callers: CallerKeys | None = None,
@@ -61,7 +62,7 @@ def gateway_ready(
     """
     if blocked is not None:
         return Verdict("False", blocked.reason, blocked.message)
-    if not has_condition(gateway, "Programmed"):
+    if not gateway.has_condition("Programmed"):
         programmed = _condition(gateway, "Programmed")
         detail = (
             f" (Programmed={programmed.get('status')}: {programmed.get('reason', '')})"
@@ -72,7 +73,7 @@ def gateway_ready(
             "False", "WaitingForGateway", f"waiting for {where} to be programmed{detail}"
         )
     if auth:
-        accepted = list_conditions(caller_auth, "ancestors", "Accepted")
+        accepted = caller_auth.entry_conditions("ancestors", "Accepted")
         rejected = [c for c in accepted if c.get("status") == "False"]
         if rejected:
             # Envoy Gateway's reason only: its message is not ours to repeat

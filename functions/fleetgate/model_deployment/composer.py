@@ -37,7 +37,7 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
-from fleetgate.core.observed import has_condition, is_ready, remote_manifest
+from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import (
     catalog,
     endpoints,
@@ -239,7 +239,7 @@ def _compose_cluster(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref
     )
     parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
-    observed = {p.part: rec.observed_state(naming.resource(cluster_name, p.part)) for p in parts}
+    observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
     ready = min(provider.ready_replicas(observed, replicas), replicas)
     endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
     refused = _refused(cluster_name, parts, observed)
@@ -253,7 +253,7 @@ def _compose_cluster(
             replicas,
             ready,
             ("the cluster's providerConfigRef",),
-            endpoint_key in kept and rec.observed_ready(endpoint_key),
+            endpoint_key in kept and rec.observed(endpoint_key).ready,
             refused,
             rendered.notes,
         )
@@ -267,13 +267,11 @@ def _compose_cluster(
             # turning ready publishes its endpoint without waiting for a poll.
             watch=None,
         )
-        rec.compose(
-            naming.resource(cluster_name, part.part), obj, ready=is_ready(observed[part.part])
-        )
-    published = rec.has_observed(endpoint_key)
+        rec.compose(naming.resource(cluster_name, part.part), obj, ready=observed[part.part].ready)
+    published = rec.observed(endpoint_key).exists
     waiting = (
         [p.part for p in parts if not _still_ready(observed[p.part], published)]
-        if any(state is not None for state in observed.values())
+        if any(state.exists for state in observed.values())
         else ["its workload to be created"]
     )
     closed = placement.closed(view)
@@ -297,12 +295,12 @@ def _compose_cluster(
         served_model=engine.served_model_name(namespace, name),
         labels=labels,
     )
-    endpoint_ready = rec.observed_ready(endpoint_key)
+    endpoint_ready = rec.observed(endpoint_key).ready
     rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
     return Placed(cluster_name, replicas, ready, (), endpoint_ready, refused, rendered.notes)
 
 
-def _still_ready(observed: dict[str, object] | None, published: bool) -> bool:
+def _still_ready(observed: Observed, published: bool) -> bool:
     """Whether a workload part lets the cluster's endpoint be (or stay) published.
 
     Ready says yes, an explicit Ready=False or a missing object says no. An
@@ -310,23 +308,24 @@ def _still_ready(observed: dict[str, object] | None, published: bool) -> bool:
     missing, as when a provider restarts) says nothing: an endpoint already
     published stays, rather than flapping every route to this cluster.
     """
-    if observed is None:
+    if not observed.exists:
         return False
-    if is_ready(observed) or has_condition(observed, "Ready", "False"):
-        return is_ready(observed)
+    if observed.ready or observed.has_condition("Ready", "False"):
+        return observed.ready
     return published
 
 
 def _refused(
-    cluster: str, parts: tuple[RemotePart, ...], observed: dict[str, dict[str, object] | None]
+    cluster: str, parts: tuple[RemotePart, ...], observed: dict[str, Observed]
 ) -> tuple[str, ...]:
     """The cluster's refusals of fields Fleetgate writes, one sentence per object."""
     found = []
     for part in parts:
         fields = upstream.refused_fields(observed[part.part])
         if fields is not None:
-            remote = remote_manifest(observed[part.part]) or part.manifest
-            found.append(upstream.describe(cluster, remote, fields))
+            remote = observed[part.part].remote
+            manifest = remote.to_dict(only=upstream.IDENTITY) if remote.exists else part.manifest
+            found.append(upstream.describe(cluster, manifest, fields))
     return tuple(found)
 
 

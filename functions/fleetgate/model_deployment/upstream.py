@@ -21,9 +21,9 @@ finds the Object synced and the report is gone.
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-from fleetgate.core.observed import condition
+from fleetgate.core.observed import Observed
 
 # The two ways an API server says "I do not know this field".
 STRICT_DECODING = "strict decoding error: unknown field"
@@ -35,21 +35,21 @@ FIELDS_SHOWN = 5
 BUILT_IN_GROUPS = frozenset({"", "apps", "rbac.authorization.k8s.io", "discovery.k8s.io"})
 
 
-def _synced_false_message(observed: Mapping[str, Any] | None) -> str | None:
+def _synced_false_message(observed: Observed) -> str | None:
     """The message of the Object's Synced=False, if it is about the Object's current spec.
 
     Crossplane's managed reconciler stamps Synced with the Object's generation
     (crossplane-runtime v2.0.0-rc.1 pkg/conditions/manager.go:63-73): a refusal
     stamped for an older spec is not this one's (``observed.is_current``).
     """
-    synced = condition(dict(observed) if observed is not None else None, "Synced")
+    synced = observed.condition("Synced")
     if synced is None or synced.get("status") != "False":
         return None
     message = synced.get("message")
     return message if isinstance(message, str) else ""
 
 
-def refused_fields(observed: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+def refused_fields(observed: Observed) -> tuple[str, ...] | None:
     """The unknown fields the API server refused for this Object (sorted; empty when it
     named none stably), or None when it refused nothing for that reason."""
     message = _synced_false_message(observed)
@@ -60,6 +60,10 @@ def refused_fields(observed: Mapping[str, Any] | None) -> tuple[str, ...] | None
     if NOT_IN_SCHEMA in message:
         return ()
     return None
+
+
+# What ``describe`` reads of a remote object: no need to convert the rest.
+IDENTITY: Final = {"apiVersion": None, "kind": None, "metadata": {"name": None}}
 
 
 def describe(cluster: str, manifest: Mapping[str, Any], fields: tuple[str, ...]) -> str:

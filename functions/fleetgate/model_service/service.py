@@ -259,8 +259,10 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
 def _carry_over(rec: Reconcile, name: str) -> None:
     """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into it."""
     observed = rec.observed(name)
-    if observed is not None and observed.get("kind") == KIND:
-        rec.compose(name, carried_over(observed), ready=_route_progress(rec, name) is None)
+    if observed.get("kind") == KIND:
+        rec.compose(
+            name, carried_over(observed.to_dict()), ready=_route_progress(rec, name) is None
+        )
     else:
         rec.keep(name)
 
@@ -277,12 +279,13 @@ def _route_progress(rec: Reconcile, key: str) -> str | None:
     At the API's maxima each ModelRoute's spec holds 128 backends; the
     ModelService reads 16 of them for two conditions each.
     """
-    if not rec.has_observed(key):
+    observed = rec.observed(key)
+    if not observed.exists:
         return "ModelRoute not created yet"
-    ready = rec.observed_condition(key, "Ready")  # None also when stamped for an older spec
+    ready = observed.condition("Ready")  # None also when stamped for an older spec
     if ready is None:
         return "ModelRoute not reconciled yet"
-    why = progress(rec.observed_condition(key, ACCEPTED))
+    why = progress(observed.condition(ACCEPTED))
     if why is not None or ready.get("status") == "True":
         return why
     return f"ModelRoute not Ready: {ready.get('message') or ready.get('reason') or 'not yet'}"

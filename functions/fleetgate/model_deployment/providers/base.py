@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from fleetgate.core import names
 from fleetgate.core.models import EngineType, InferenceCluster, ServingProvider
+from fleetgate.core.observed import Observed
 
 Manifest = dict[str, Any]
 ServingMode = Literal["Aggregated", "Disaggregated"]
@@ -204,6 +205,6 @@ class Provider(Protocol):
         """The remote objects running ``workload`` and the backend the route targets."""
         ...
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
         """Engine replicas ready, from the remote objects as observed (keyed by part)."""
         ...

@@ -5,10 +5,10 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from fleetgate.core.models import ServingProvider
+from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
     Capability,
-    Manifest,
     RemotePart,
     Rendered,
     Renderer,
@@ -39,5 +39,5 @@ class Direct(Renderer):
             },
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
         return pods.ready_engine_replicas(observed)

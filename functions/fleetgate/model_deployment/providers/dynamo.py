@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from fleetgate.core.models import EngineType, ServingProvider
-from fleetgate.core.observed import dig, remote_manifest
+from fleetgate.core.observed import ABSENT, Observed
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.overrides import (
@@ -239,6 +239,6 @@ class Dynamo(Renderer):
             backend = llmd.pool_backend(frontends)
         return Rendered(parts=tuple(parts), backend_ref=backend)
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
-        state = dig(remote_manifest(observed.get(PART)), "status", "state")
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
+        state = observed.get(PART, ABSENT).remote.get("status", "state")
         return replicas if state == READY_STATE else 0

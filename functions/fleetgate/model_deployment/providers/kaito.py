@@ -34,6 +34,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from fleetgate.core.models import InferenceCluster, ServingProvider
+from fleetgate.core.observed import Observed
 from fleetgate.core.readiness import condition_query
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
@@ -237,5 +238,5 @@ class KAITO(Renderer):
             notes=notes,
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
         return pods.all_or_none(observed, WORKSPACE_PART, READY_CONDITION, replicas)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from fleetgate.core.models import EngineType, ServingProvider
+from fleetgate.core.observed import Observed
 from fleetgate.core.readiness import condition_query
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
@@ -178,5 +179,5 @@ class KubeRay(Renderer):
             notes=notes,
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
         return pods.all_or_none(observed, PART, "Ready", replicas)

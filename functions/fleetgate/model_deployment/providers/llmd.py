@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from fleetgate.core.models import ServingProvider
+from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
     WORKLOAD_LABEL,
@@ -306,5 +307,5 @@ class LLMD(Renderer):
             backend_ref=pool_backend(workload),
         )
 
-    def ready_replicas(self, observed: Mapping[str, Manifest | None], replicas: int) -> int:
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
         return pods.ready_engine_replicas(observed)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from fleetgate.core.observed import dig, has_condition, remote_manifest
+from fleetgate.core.observed import ABSENT, Observed
 from fleetgate.model_deployment.overrides import (
     NodeSelector,
     PodMetadata,
@@ -134,21 +134,21 @@ def engine_service(workload: Workload) -> Manifest:
     }
 
 
-def ready_engine_replicas(observed: Mapping[str, Manifest | None]) -> int:
+def ready_engine_replicas(observed: Mapping[str, Observed]) -> int:
     """Ready replicas of the engine Deployment, as the cluster last reported them."""
-    ready = dig(remote_manifest(observed.get(ENGINE_PART)), "status", "readyReplicas")
+    ready = observed.get(ENGINE_PART, ABSENT).remote.get("status", "readyReplicas")
     # Numbers arrive as floats: a protobuf Struct has no integers.
     if isinstance(ready, bool) or not isinstance(ready, int | float) or ready < 0:
         return 0
     return int(ready)
 
 
-def all_or_none(observed: Mapping[str, Manifest | None], part: str, condition: str, n: int) -> int:
+def all_or_none(observed: Mapping[str, Observed], part: str, condition: str, n: int) -> int:
     """``n`` once the remote object ``part`` reports ``condition`` True, else 0.
 
     For upstream kinds that report readiness for the whole workload, not per replica.
     """
-    return n if has_condition(remote_manifest(observed.get(part)), condition) else 0
+    return n if observed.get(part, ABSENT).remote.has_condition(condition) else 0
 
 
 # --- what a team may override on the engine Deployment (Direct, LLMD) -------------
