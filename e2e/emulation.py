@@ -21,16 +21,19 @@ import hashlib
 import importlib
 import json
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import celpy
 import yaml
+from celpy.adapter import json_to_cel
+from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e.pki import KeyPair, ca
-from fleetgate.core.runner import Composer
+from fleetgate.core.runner import Composer, run_composer
 
 Obj = dict[str, Any]
 
@@ -323,3 +326,231 @@ class Example:
 
 def discover(root: Path = EXAMPLES) -> list[Example]:
     return [Example(p.parent) for p in sorted(root.rglob("xr.yaml"))]
+
+
+# --- requirements, resolved as Crossplane's function runner resolves them -------------
+
+# Crossplane stops asking once requirements are stable; it gives up after a few rounds.
+MAX_ROUNDS = 5
+Answer = Callable[[fnv1.RunFunctionRequest], fnv1.RunFunctionResponse]
+Unresolved = Callable[[fnv1.ResourceSelector], bool]
+
+
+def selects(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
+    """Whether Crossplane would return ``obj`` for ``selector``."""
+    meta = obj.get("metadata") or {}
+    if (obj.get("apiVersion"), obj.get("kind")) != (selector.api_version, selector.kind):
+        return False
+    if selector.HasField("namespace") and meta.get("namespace", "") != selector.namespace:
+        return False
+    if selector.WhichOneof("match") == "match_name":
+        return bool(meta.get("name") == selector.match_name)
+    labels = meta.get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.match_labels.labels.items())
+
+
+def resolve(selector: fnv1.ResourceSelector, world: Iterable[Obj]) -> list[Obj]:
+    """What Crossplane returns for ``selector``: matching objects, sorted by namespace and name."""
+    found = [obj for obj in world if _selected(selector, obj)]
+    return sorted(found, key=lambda o: (_meta(o, "namespace"), _meta(o, "name")))
+
+
+def _selected(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
+    """``selects``; a malformed object (labels not a map) of the kind asked for is handed over."""
+    try:
+        return selects(selector, obj)
+    except AttributeError:
+        return (obj.get("apiVersion"), obj.get("kind")) == (selector.api_version, selector.kind)
+
+
+def _meta(obj: Obj, key: str) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get(key) or "") if isinstance(meta, dict) else ""
+
+
+def request(
+    xr: Obj,
+    *,
+    observed: dict[str, Obj] | None = None,
+    required: dict[str, list[Obj]] | None = None,
+    input: Obj | None = None,
+    tag: str = "emulation",
+) -> fnv1.RunFunctionRequest:
+    """A request as Crossplane sends it: the XR, observed and required resources, input."""
+    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag=tag))
+    req.observed.composite.resource.update(xr)
+    for name in sorted(observed or {}):
+        req.observed.resources[name].resource.update((observed or {})[name])
+    for key in sorted(required or {}):
+        items = req.required_resources[key]
+        for obj in (required or {})[key]:
+            items.items.add().resource.update(obj)
+    if input is not None:
+        req.input.update(input)
+    return req
+
+
+def reconcile(
+    answer: Answer,
+    xr: Obj,
+    world: list[Obj],
+    observed: dict[str, Obj] | None = None,
+    *,
+    unresolved: Unresolved | None = None,
+    input: Obj | None = None,
+    tag: str = "emulation",
+) -> tuple[fnv1.RunFunctionRequest, fnv1.RunFunctionResponse]:
+    """One reconcile of ``xr``: call, resolve the requirements from ``world``, call again,
+    until the requirements stop changing. Requirements whose selector ``unresolved``
+    picks stay unresolved, as when Crossplane has not looked them up yet."""
+    resolved: dict[str, list[Obj]] = {}
+    req = request(xr, observed=observed, input=input, tag=tag)
+    rsp = answer(req)
+    for _ in range(MAX_ROUNDS):
+        wanted = {
+            key: resolve(sel, world)
+            for key, sel in rsp.requirements.resources.items()
+            if unresolved is None or not unresolved(sel)
+        }
+        if wanted == resolved:
+            break
+        resolved = wanted
+        req = request(xr, observed=observed, required=resolved, input=input, tag=tag)
+        rsp = answer(req)
+    return req, rsp
+
+
+def reconcile_example(example: Example) -> fnv1.RunFunctionResponse:
+    """An example's XR answered in process, as ``crossplane render`` would have it answered:
+    its Composition step's input, requirements resolved from ``required.yaml``, and the
+    composed resources of ``observed.yaml``."""
+    fn = registry()[example.xr["kind"]]
+    world = [as_stored(d) if d.get("kind") == "Secret" else d for d in example.required]
+    _, rsp = reconcile(
+        lambda req: run_composer(fn.compose, req),
+        example.xr,
+        world,
+        example.observed,
+        input=fn.input,
+    )
+    return rsp
+
+
+# --- provider-kubernetes and working clusters, per composed Object ---------------------
+
+GENERATION = 1  # of every remote object: applied once
+
+
+def remote_status(manifest: Obj, ready_replicas: int | None = None) -> Obj:
+    """What a working cluster reports for a remote object, for its generation.
+
+    A Deployment's status carries the generation it was written for
+    (``status.observedGeneration``); every other controller here stamps each
+    condition (``fleetgate.core.readiness`` cites them). ``ready_replicas``
+    overrides how many of a workload's replicas are ready.
+    """
+    kind = manifest["kind"]
+
+    def cond(type_: str, status: bool | str, reason: str = "r") -> Obj:
+        return {
+            "type": type_,
+            "status": str(status),
+            "reason": reason,
+            "observedGeneration": GENERATION,
+        }
+
+    if kind == "Deployment":
+        want = manifest["spec"]["replicas"]
+        n = want if ready_replicas is None else ready_replicas
+        available = n >= want - want // 4  # the default maxUnavailable of 25%
+        return {
+            "observedGeneration": GENERATION,
+            "replicas": want,
+            "readyReplicas": n,
+            "availableReplicas": n,
+            "conditions": [{"type": "Available", "status": str(available), "reason": "r"}],
+        }
+    # Upstream kinds report for the whole workload, not per replica.
+    serving = ready_replicas is None or ready_replicas > 0
+    if kind == "Workspace":
+        return {"conditions": [cond("WorkspaceSucceeded", serving)]}
+    if kind == "RayService":
+        return {"conditions": [cond("Ready", serving)]}
+    if kind == "DynamoGraphDeployment":
+        return {"state": "successful" if serving else "pending"}
+    if kind in ("HTTPRoute", "InferencePool"):
+        return {
+            "parents": [
+                {"parentRef": {"name": "gw"}, "conditions": [cond("Accepted", True, "Accepted")]}
+            ]
+        }
+    return {}
+
+
+def evaluate(cel: str, obj: Obj) -> bool:
+    """``cel`` over ``obj`` bound as ``object``, decoded as provider-kubernetes decodes it.
+
+    provider-kubernetes v1.2.1 hands the remote object to CEL through
+    ``json.Unmarshal`` into ``map[string]any``
+    (internal/controller/namespaced/object/object.go:656-674): every number
+    is a float64, generations included.
+    """
+    env = celpy.Environment()
+    program = env.program(env.compile(cel))
+    decoded = json.loads(json.dumps(obj), parse_int=float)
+    return bool(program.evaluate({"object": json_to_cel(decoded)}))
+
+
+def object_ready(obj: Obj, remote: Obj) -> bool:
+    """An Object's Ready as provider-kubernetes derives it from its readiness policy."""
+    policy = obj["spec"]["readiness"]
+    if policy["policy"] == "SuccessfulCreate":
+        return True
+    if policy["policy"] == "DeriveFromCelQuery":
+        return evaluate(policy["celQuery"], remote)
+    conditions = remote.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def observe(
+    desired: Mapping[str, Obj],
+    *,
+    owner: str,
+    ready_replicas: Mapping[str, int] | None = None,
+    exists: Callable[[str], bool] = lambda _: True,
+    previous: Mapping[str, Obj] | None = None,
+) -> dict[str, Obj]:
+    """The desired state as it looks once applied (keyed by composition resource name).
+
+    Each resource keeps the name ``previous`` gave it, as the API server does,
+    or gets one generated from ``owner``; each Object carries its remote object
+    with a working cluster's status (``remote_status``) and the Ready its
+    readiness policy derives; an XR among them is Ready once its function says
+    so. ``ready_replicas`` overrides the ready count of a workload by key;
+    what ``exists`` leaves out was never created.
+    """
+    observed = {}
+    for key, manifest in desired.items():
+        if not exists(key):
+            continue
+        obj = copy.deepcopy(manifest)
+        meta = obj.setdefault("metadata", {})
+        before = ((previous or {}).get(key) or {}).get("metadata", {}).get("name")
+        meta.setdefault("name", before or f"{owner}-{hashlib.sha256(key.encode()).hexdigest()[:5]}")
+        meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
+        if obj["kind"] == "Object":
+            remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
+            remote.setdefault("metadata", {})["generation"] = GENERATION
+            remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
+            ready = object_ready(obj, remote)
+            obj["status"] = {
+                "atProvider": {"manifest": remote},
+                "conditions": [
+                    {"type": "Ready", "status": str(ready), "reason": "r"},
+                    {"type": "Synced", "status": "True", "reason": "r"},
+                ],
+            }
+        else:  # an XR, ready once its function says so
+            obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "r"}]}
+        observed[key] = obj
+    return observed

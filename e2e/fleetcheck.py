@@ -13,7 +13,7 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import fleetdrills, functions, render, validate
+from e2e import emulation, fleetdrills, functions, render, validate
 from e2e.driver import Emulation, Route, published_client_cas, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe
 from fleetgate.core import names
@@ -185,19 +185,6 @@ FACTS = {
 # settle, and returns what went wrong. They run in order on one fleet.
 
 
-def _matches(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
-    """Whether Crossplane would return ``obj`` for ``selector``."""
-    meta = obj.get("metadata") or {}
-    if (obj.get("apiVersion"), obj.get("kind")) != (selector.api_version, selector.kind):
-        return False
-    if selector.HasField("namespace") and meta.get("namespace", "") != selector.namespace:
-        return False
-    if selector.WhichOneof("match") == "match_name":
-        return bool(meta.get("name") == selector.match_name)
-    labels = meta.get("labels") or {}
-    return all(labels.get(k) == v for k, v in selector.match_labels.labels.items())
-
-
 def call_unresolved(
     fleet: Fleet, key: XRKey, unresolved_kind: str | None
 ) -> fnv1.RunFunctionResponse:
@@ -223,7 +210,7 @@ def call_unresolved(
                 continue
             resolved = req.required_resources[name]
             for obj in everything:
-                if _matches(selector, obj):
+                if emulation.selects(selector, obj):
                     resolved.items.add().resource.update(obj)
         rsp = stub.RunFunction(req, timeout=60)
     return rsp

@@ -14,7 +14,7 @@ import base64
 import contextlib
 import copy
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,8 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, KIND_ORDER, World
+from e2e.emulation import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Answer, Unresolved, World
 from e2e.fleet import Fleet, XRKey
-from e2e.fleetcheck import _matches
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
 from tests.support import STATUS_NAMES
@@ -38,8 +37,7 @@ SCRIPTS = {kind: fn.name for kind, fn in emulation.registry().items()}
 # What Crossplane's function runner lets a response be by default (the SDK's
 # --max-send-message-size default, 4 MB).
 MESSAGE_LIMIT = 4 * 1024 * 1024
-# Crossplane stops asking once requirements are stable; it gives up after a few rounds.
-MAX_ROUNDS = 5
+TAG = "hardening"  # every request's meta.tag
 INTERNAL_ERROR = "internal error"
 
 # One world of controllers for the whole run, so a trust-manager ConfigMap
@@ -59,36 +57,9 @@ def request(
     *,
     observed: dict[str, Obj] | None = None,
     required: dict[str, list[Obj]] | None = None,
-    tag: str = "hardening",
+    tag: str = TAG,
 ) -> fnv1.RunFunctionRequest:
-    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag=tag))
-    req.observed.composite.resource.update(xr)
-    for name in sorted(observed or {}):
-        req.observed.resources[name].resource.update((observed or {})[name])
-    for key in sorted(required or {}):
-        items = req.required_resources[key]
-        for obj in (required or {})[key]:
-            items.items.add().resource.update(obj)
-    return req
-
-
-def resolve(selector: fnv1.ResourceSelector, world: Iterable[Obj]) -> list[Obj]:
-    """What Crossplane returns for ``selector``: matching objects, sorted by namespace and name."""
-    found = [obj for obj in world if _selected(selector, obj)]
-    return sorted(found, key=lambda o: (_meta(o, "namespace"), _meta(o, "name")))
-
-
-def _selected(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
-    """``_matches``; a malformed object (labels not a map) of the kind asked for is handed over."""
-    try:
-        return _matches(selector, obj)
-    except AttributeError:
-        return (obj.get("apiVersion"), obj.get("kind")) == (selector.api_version, selector.kind)
-
-
-def _meta(obj: Obj, key: str) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get(key) or "") if isinstance(meta, dict) else ""
+    return emulation.request(xr, observed=observed, required=required, tag=tag)
 
 
 @dataclass
@@ -128,9 +99,6 @@ def call(compose: Composer, req: fnv1.RunFunctionRequest) -> Call:
     return Call(req, run_composer(compose, req))
 
 
-Unresolved = Callable[[fnv1.ResourceSelector], bool]
-
-
 def reconcile(
     compose: Composer,
     xr: Obj,
@@ -146,9 +114,6 @@ def reconcile(
     return reconcile_with(lambda req: run_composer(compose, req), xr, world, observed, unresolved)
 
 
-Answer = Callable[[fnv1.RunFunctionRequest], fnv1.RunFunctionResponse]
-
-
 def reconcile_with(
     answer: Answer,
     xr: Obj,
@@ -157,21 +122,8 @@ def reconcile_with(
     unresolved: Unresolved | None = None,
 ) -> Call:
     """``reconcile`` with any way of answering a request (in process, over gRPC)."""
-    resolved: dict[str, list[Obj]] = {}
-    req = request(xr, observed=observed)
-    answered = Call(req, answer(req))
-    for _ in range(MAX_ROUNDS):
-        wanted = {
-            key: resolve(sel, world)
-            for key, sel in answered.rsp.requirements.resources.items()
-            if unresolved is None or not unresolved(sel)
-        }
-        if wanted == resolved:
-            break
-        resolved = wanted
-        req = request(xr, observed=observed, required=resolved)
-        answered = Call(req, answer(req))
-    return answered
+    req, rsp = emulation.reconcile(answer, xr, world, observed, unresolved=unresolved, tag=TAG)
+    return Call(req, rsp)
 
 
 def realise(desired: dict[str, Obj], previous: dict[str, Obj] | None = None) -> dict[str, Obj]:

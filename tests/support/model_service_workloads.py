@@ -21,6 +21,7 @@ somewhat larger (the ModelRoute's lists are atomic, which keeps its own
 managedFields to one entry per field).
 """
 
+import functools
 import json
 import statistics
 import time
@@ -31,6 +32,7 @@ from typing import Any
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e import emulation
 from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMENT
 from fleetgate.core.names import cluster_hostname, cluster_label, digest, dns_label, label_value
 from fleetgate.core.runner import Composer, run_composer
@@ -238,18 +240,6 @@ def available(workload: Workload) -> list[Obj]:
     return found
 
 
-def _matches(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
-    meta = obj.get("metadata") or {}
-    if (obj["apiVersion"], obj["kind"]) != (selector.api_version, selector.kind):
-        return False
-    if selector.namespace and meta.get("namespace") != selector.namespace:
-        return False
-    if selector.WhichOneof("match") == "match_name":
-        return bool(meta["name"] == selector.match_name)
-    labels = meta.get("labels") or {}
-    return all(labels.get(k) == v for k, v in selector.match_labels.labels.items())
-
-
 # --- observed state, as the API server and the controllers leave it -------------
 
 
@@ -362,36 +352,12 @@ def with_resource_refs(xr: Obj, composed: dict[str, Obj]) -> Obj:
 # --- requests, as Crossplane sends them ------------------------------------------
 
 
-def request(
-    xr: Obj, *, required: dict[str, list[Obj]] | None = None, observed: dict[str, Obj] | None = None
-) -> fnv1.RunFunctionRequest:
-    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="workload"))
-    req.observed.composite.resource.update(xr)
-    for key, items in sorted((required or {}).items()):
-        resolved = req.required_resources[key]
-        for item in items:
-            resolved.items.add().resource.update(item)
-    for key, obj in sorted((observed or {}).items()):
-        req.observed.resources[key].resource.update(obj)
-    return req
-
-
 def resolve(
     compose: Composer, xr: Obj, pool: list[Obj], observed: dict[str, Obj] | None = None
 ) -> tuple[fnv1.RunFunctionRequest, fnv1.RunFunctionResponse]:
     """Call ``compose`` the way Crossplane does: again until its requirements settle."""
-    required: dict[str, list[Obj]] = {}
-    for _ in range(5):
-        req = request(xr, required=required, observed=observed)
-        rsp = run_composer(compose, req)
-        wanted = {
-            key: [o for o in pool if _matches(sel, o)]
-            for key, sel in rsp.requirements.resources.items()
-        }
-        if wanted == required:
-            return req, rsp
-        required = wanted
-    raise RuntimeError("requirements did not settle")
+    answer = functools.partial(run_composer, compose)
+    return emulation.reconcile(answer, xr, pool, observed, tag="workload")
 
 
 def desired(rsp: fnv1.RunFunctionResponse) -> dict[str, Obj]:

@@ -1,28 +1,12 @@
 """Readiness queries, evaluated with a real CEL implementation as provider-kubernetes would."""
 
-import json
 from typing import Any
 
-import celpy
 import pytest
-from celpy.adapter import json_to_cel
 
+from e2e.emulation import evaluate
 from fleetgate.core import readiness
 from fleetgate.core.objects import remote_object
-
-
-def evaluate(cel: str, obj: dict[str, Any]) -> bool:
-    """``cel`` over ``obj`` bound as ``object``, decoded as provider-kubernetes decodes it.
-
-    provider-kubernetes v1.2.1 hands the remote object to CEL through
-    ``json.Unmarshal`` into ``map[string]any``
-    (internal/controller/namespaced/object/object.go:656-674): every number
-    is a float64, generations included.
-    """
-    env = celpy.Environment()
-    program = env.program(env.compile(cel))
-    decoded = json.loads(json.dumps(obj), parse_int=float)
-    return bool(program.evaluate({"object": json_to_cel(decoded)}))
 
 
 def cond(type_: str, status: str = "True", generation: int | None = 3) -> dict[str, Any]:

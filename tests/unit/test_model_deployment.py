@@ -8,17 +8,16 @@ readiness policy with a real CEL implementation, as provider-kubernetes does.
 
 import copy
 import datetime
-import hashlib
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
+from e2e import emulation
 from fleetgate.core import names, pacing
 from fleetgate.model_deployment.composer import compose
 from tests.support import Outcome, request, run
-from tests.unit.test_core_readiness import evaluate
 
 NS = "team-a"
 NAME = "qwen"
@@ -108,64 +107,6 @@ def placements(*pairs: tuple[str, int]) -> dict[str, Any]:
 # --- observing as Crossplane and provider-kubernetes do ---------------------------
 
 
-GENERATION = 1  # of every remote object: applied once
-
-
-def remote_status(manifest: dict[str, Any], ready_replicas: int | None) -> dict[str, Any]:
-    """What a working cluster reports for a remote object, for its generation.
-
-    A Deployment's status carries the generation it was written for
-    (``status.observedGeneration``); every other controller here stamps each
-    condition (``core.readiness`` cites them).
-    """
-    kind = manifest["kind"]
-
-    def cond(type_: str, status: bool | str, reason: str = "r") -> dict[str, Any]:
-        return {
-            "type": type_,
-            "status": str(status),
-            "reason": reason,
-            "observedGeneration": GENERATION,
-        }
-
-    if kind == "Deployment":
-        want = manifest["spec"]["replicas"]
-        n = want if ready_replicas is None else ready_replicas
-        available = n >= want - want // 4  # the default maxUnavailable of 25%
-        return {
-            "observedGeneration": GENERATION,
-            "replicas": want,
-            "readyReplicas": n,
-            "availableReplicas": n,
-            "conditions": [{"type": "Available", "status": str(available), "reason": "r"}],
-        }
-    # Upstream kinds report for the whole workload, not per replica.
-    serving = ready_replicas is None or ready_replicas > 0
-    if kind == "Workspace":
-        return {"conditions": [cond("WorkspaceSucceeded", serving)]}
-    if kind == "RayService":
-        return {"conditions": [cond("Ready", serving)]}
-    if kind == "DynamoGraphDeployment":
-        return {"state": "successful" if serving else "pending"}
-    if kind in ("HTTPRoute", "InferencePool"):
-        return {
-            "parents": [
-                {"parentRef": {"name": "gw"}, "conditions": [cond("Accepted", True, "Accepted")]}
-            ]
-        }
-    return {}
-
-
-def object_ready(obj: dict[str, Any], remote: dict[str, Any]) -> bool:
-    policy = obj["spec"]["readiness"]
-    if policy["policy"] == "SuccessfulCreate":
-        return True
-    if policy["policy"] == "DeriveFromCelQuery":
-        return evaluate(policy["celQuery"], remote)
-    conditions = remote.get("status", {}).get("conditions", [])
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
 def observe(
     desired: Mapping[str, dict[str, Any]],
     *,
@@ -176,30 +117,7 @@ def observe(
 
     ``ready_replicas`` overrides the ready count of an engine Deployment by key.
     """
-    observed = {}
-    for key, manifest in desired.items():
-        if not exists(key):
-            continue
-        obj = copy.deepcopy(manifest)
-        meta = obj.setdefault("metadata", {})
-        meta.setdefault("name", f"{NAME}-{hashlib.sha256(key.encode()).hexdigest()[:5]}")
-        meta.setdefault("annotations", {})["crossplane.io/composition-resource-name"] = key
-        if obj["kind"] == "Object":
-            remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
-            remote.setdefault("metadata", {})["generation"] = GENERATION
-            remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
-            ready = object_ready(obj, remote)
-            obj["status"] = {
-                "atProvider": {"manifest": remote},
-                "conditions": [
-                    {"type": "Ready", "status": str(ready), "reason": "r"},
-                    {"type": "Synced", "status": "True", "reason": "r"},
-                ],
-            }
-        else:  # a ModelEndpoint XR, ready once its function says so
-            obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "r"}]}
-        observed[key] = obj
-    return observed
+    return emulation.observe(desired, owner=NAME, ready_replicas=ready_replicas, exists=exists)
 
 
 def required(*clusters: dict[str, Any], peers: tuple[dict[str, Any], ...] = ()) -> Any:
