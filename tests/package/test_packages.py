@@ -35,6 +35,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 from e2e import pki, render
 from e2e.functions import wait_for_port
 from e2e.validate import validate
+from fleetgate.inference_cluster import gaie_crds
 from package import build, debian, oci, wheels
 
 REPO = build.REPO
@@ -362,6 +363,18 @@ def test_packaged_function_answers_over_mutual_tls(
         code = stop(proc)
         stderr = proc.stderr.read().decode() if proc.stderr else ""
     assert code == 0, f"SIGTERM must stop the function cleanly; stderr:\n{stderr}"
+
+
+def test_packaged_function_holds_its_package_data(
+    unpacked: tuple[str, Path, dict[str, Any]],
+) -> None:
+    """The GAIE CRDs the stack installs are package data: the image must carry them."""
+    _, root, _ = unpacked
+    folder = root / wheels.SITE / "fleetgate" / "inference_cluster" / gaie_crds.FOLDER
+    shipped = sorted(p.name for p in folder.glob("*.json"))
+    assert len(shipped) == 3, shipped
+    for name in shipped:
+        assert json.loads((folder / name).read_text())["kind"] == "CustomResourceDefinition"
 
 
 def listening_ports(pid: int) -> set[int]:
