@@ -105,6 +105,7 @@ def test_function_package_metadata(built: dict[str, Any], function: str) -> None
     assert (meta["apiVersion"], meta["kind"]) == ("meta.pkg.crossplane.io/v1", "Function")
     assert meta["metadata"]["name"] == function
     assert meta["spec"]["crossplane"]["version"] == ">=v2.2"
+    assert meta["spec"]["capabilities"] == ["composition"]
     inputs = sorted((REPO / "package/functions" / function / "input").glob("*.yaml"))
     assert len(objects) == len(inputs), "the Composition input CRDs, nothing else"
     assert all(o["kind"] == "CustomResourceDefinition" for o in objects)
