@@ -18,7 +18,7 @@ from e2e.fleet import Fleet, Obj
 from e2e.translate import Translation
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
-from fleetgate.model_service.builders import OVERPROVISIONING_FACTOR
+from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
 TLS_CONTEXT = "envoy.transport_sockets.tls"

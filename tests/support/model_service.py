@@ -15,9 +15,8 @@ import json
 from typing import Any
 
 from e2e.pki import ca
-from fleetgate.model_service.builders import Service, endpoint_key
 from fleetgate.model_service.composer import compose
-from fleetgate.model_service.plan import route_key
+from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
 from tests.support import Outcome, request, run, secret
 
 NS = "team-a"
@@ -341,7 +340,7 @@ def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -
         composed = route_of(out, gw)
         reported = route_of(out, gw, **as_observed(composed, accepted=accepted, refusal=refusal))
         obj = copy.deepcopy(desired)
-        obj["metadata"]["annotations"] = {COMPOSITION_RESOURCE_NAME: route_key(gw)}
+        obj["metadata"]["annotations"] = {COMPOSITION_RESOURCE_NAME: model_route_key(gw)}
         obj["metadata"]["labels"]["crossplane.io/composite"] = "chat"
         obj["metadata"]["uid"] = f"uid-{gw}"
         obj["spec"]["crossplane"] = {
@@ -352,5 +351,5 @@ def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -
             ],
         }
         obj["status"] = xr_status(reported)
-        observed[route_key(gw)] = obj
+        observed[model_route_key(gw)] = obj
     return observed

@@ -13,8 +13,13 @@ import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gateway_cluster_ca
-from fleetgate.model_service.builders import api_key_name, backend_name, endpoint_key, route_name
 from fleetgate.model_service.composer import compose
+from fleetgate.model_service.naming import (
+    ai_gateway_route_name,
+    api_key_name,
+    backend_name,
+    endpoint_key,
+)
 from tests.support import Outcome, request, run
 from tests.support.model_service import (
     API,
@@ -111,7 +116,7 @@ def test_canary_route() -> None:
         "qwen-eu-1", "qwen-us-1", "openai", credentials=("openai",)
     )
     assert route(out)["metadata"] == {
-        "name": route_name(SVC, "public"),
+        "name": ai_gateway_route_name(SVC, "public"),
         "namespace": "fleetgate-system",
     }
     spec = route(out)["spec"]
@@ -150,7 +155,7 @@ def test_canary_route() -> None:
         {"metadataKey": "llm_total_token", "type": "TotalToken"},
     ]
     assert out.conditions["RouteAccepted"] == ("False", "Pending", "route not accepted yet")
-    assert out.composite["status"] == {"route": route_name(SVC, "public"), "backends": 3}
+    assert out.composite["status"] == {"route": ai_gateway_route_name(SVC, "public"), "backends": 3}
     assert out.composite_ready == "READY_FALSE"
 
 
@@ -441,7 +446,7 @@ def test_a_backend_envoy_gateway_cannot_resolve_keeps_the_route_unaccepted() -> 
     assert out.conditions["RouteAccepted"] == (
         "False",
         "Unresolved",
-        f"Envoy Gateway on HTTPRoute {route_name(SVC, 'public')}: {why}",
+        f"Envoy Gateway on HTTPRoute {ai_gateway_route_name(SVC, 'public')}: {why}",
     )
     assert out.composite_ready == "READY_FALSE"
 
@@ -450,7 +455,7 @@ def test_the_generated_httproute_is_observed_never_written() -> None:
     obj = canary().desired["generated-route"]
     assert obj["spec"]["managementPolicies"] == ["Observe"]
     assert obj["spec"]["forProvider"]["manifest"]["metadata"] == {
-        "name": route_name(SVC, "public"),
+        "name": ai_gateway_route_name(SVC, "public"),
         "namespace": "fleetgate-system",
     }
 
@@ -468,7 +473,10 @@ def test_priority_tiers_are_made_strict_on_the_routes_envoy_cluster() -> None:
     is under ~72% healthy: one of two hosted endpoints ejected put ~30% on the paid fallback."""
     patch = manifest(canary(), "strict-tiers")
     assert patch["kind"] == "EnvoyPatchPolicy"
-    assert patch["metadata"] == {"name": route_name(SVC, "public"), "namespace": "fleetgate-system"}
+    assert patch["metadata"] == {
+        "name": ai_gateway_route_name(SVC, "public"),
+        "namespace": "fleetgate-system",
+    }
     assert patch["spec"] == {
         "targetRef": {
             "group": "gateway.networking.k8s.io",
@@ -479,7 +487,7 @@ def test_priority_tiers_are_made_strict_on_the_routes_envoy_cluster() -> None:
         "jsonPatches": [
             {
                 "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-                "name": f"httproute/fleetgate-system/{route_name(SVC, 'public')}/rule/0",
+                "name": f"httproute/fleetgate-system/{ai_gateway_route_name(SVC, 'public')}/rule/0",
                 "operation": {
                     "op": "add",
                     "path": "/load_assignment/policy",

@@ -15,7 +15,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.model_service.composer import compose
-from fleetgate.model_service.plan import model_route_name, route_key
+from fleetgate.model_service.naming import model_route_key, model_route_name
 from tests.support import Outcome, request, run, secret, xrd_field
 from tests.support.model_service import (
     API,
@@ -49,8 +49,8 @@ def test_canary_with_third_party_fallback() -> None:
     out = run(compose, request(CANARY, required=canary_fleet()))
     assert out.fatal == []
     assert out.warnings == []
-    assert set(out.desired) == {route_key("public")}
-    route = out.desired[route_key("public")]
+    assert set(out.desired) == {model_route_key("public")}
+    route = out.desired[model_route_key("public")]
     assert (route["apiVersion"], route["kind"]) == (API, "ModelRoute")
     assert route["metadata"] == {
         "name": model_route_name(SVC, "public"),
@@ -113,7 +113,7 @@ def test_canary_with_third_party_fallback() -> None:
         "gateways": [{"name": "public", "openAI": "https://public.example.com/v1"}],
     }
     assert out.composite_ready == "READY_FALSE"
-    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
+    assert out.rsp.desired.resources[model_route_key("public")].ready == fnv1.READY_FALSE
 
 
 def test_the_plan_is_what_the_model_route_composes() -> None:
@@ -528,7 +528,7 @@ def test_gateways(
     out = run(compose, request(xr, required=required))
     assert out.fatal == []
     assert set(model_routes(out)) == serving
-    assert set(out.desired) == {route_key(gw) for gw in serving}
+    assert set(out.desired) == {model_route_key(gw) for gw in serving}
     assert {g["name"] for g in out.composite["status"]["gateways"]} == serving
     status, got_reason, message = condition(out)
     assert (status, got_reason) == ("False", reason)
@@ -662,7 +662,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     out = run(compose, request(CANARY, required=canary_fleet(), observed=refused))
     assert condition(out)[:2] == ("False", "WaitingForRoutes")
     assert "public (Envoy AI Gateway refused the route: backend not found)" in condition(out)[2]
-    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
+    assert out.rsp.desired.resources[model_route_key("public")].ready == fnv1.READY_FALSE
 
     # Pass 3: everything accepted.
     observed = routes_observed(composed)
@@ -671,7 +671,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
     assert (status, reason) == ("True", "RoutesAccepted")
     assert message == "accepted on public; 3 of 3 endpoints usable"
     assert accepted.xr_ready
-    assert accepted.rsp.desired.resources[route_key("public")].ready == fnv1.READY_TRUE
+    assert accepted.rsp.desired.resources[model_route_key("public")].ready == fnv1.READY_TRUE
     assert accepted.desired == composed.desired, "nothing flaps once accepted"
 
     # Pass 4: the credential vanishes: that endpoint leaves, the route stays.
@@ -698,7 +698,7 @@ def test_walk_from_composed_to_accepted_and_back() -> None:
 
 def _route_ready(observed: dict[str, dict[str, Any]], gw: str, **ready: Any) -> None:
     """Rewrite the Ready Crossplane wrote on gateway ``gw``'s ModelRoute."""
-    route = observed[route_key(gw)]
+    route = observed[model_route_key(gw)]
     route["metadata"]["generation"] = 2
     [cond] = [c for c in route["status"]["conditions"] if c["type"] == "Ready"]
     cond.update(ready)
@@ -731,7 +731,7 @@ def test_a_route_is_routed_only_once_its_model_route_is_ready_for_its_spec(
     status, reason, message = condition(out)
     assert (status, reason) == ("False", "WaitingForRoutes")
     assert why in message
-    assert out.rsp.desired.resources[route_key("public")].ready == fnv1.READY_FALSE
+    assert out.rsp.desired.resources[model_route_key("public")].ready == fnv1.READY_FALSE
     assert not out.xr_ready
     _route_ready(observed, "public", status="True", observedGeneration=2)
     assert (
@@ -780,12 +780,12 @@ def test_no_secret_value_anywhere_in_the_response() -> None:
 def test_a_model_route_is_carried_over_without_what_crossplane_wrote_into_it() -> None:
     composed = run(compose, request(CANARY, required=canary_fleet()))
     observed = routes_observed(composed)
-    assert "crossplane" in observed[route_key("public")]["spec"]
+    assert "crossplane" in observed[model_route_key("public")]["spec"]
     required = canary_fleet()
     required["gateways"] = [gateway(client_ca=None)]
     kept = run(compose, request(CANARY, required=required, observed=observed))
     assert kept.desired == composed.desired
-    assert kept.rsp.desired.resources[route_key("public")].ready == fnv1.READY_TRUE
+    assert kept.rsp.desired.resources[model_route_key("public")].ready == fnv1.READY_TRUE
 
 
 def test_same_inputs_same_output_whatever_the_order() -> None:

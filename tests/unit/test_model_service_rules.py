@@ -5,9 +5,14 @@ import re
 import pytest
 
 from fleetgate.core.names import hashed_label
-from fleetgate.model_service.builders import Service, api_key_name, backend_name, route_name
+from fleetgate.model_service.naming import (
+    Service,
+    ai_gateway_route_name,
+    api_key_name,
+    backend_name,
+    model_route_name,
+)
 from fleetgate.model_service.origin import Origin, OriginError, parse_origin
-from fleetgate.model_service.plan import model_route_name
 from fleetgate.model_service.weights import WEIGHT_MAX, renumber, tier_weights
 
 # --- weights within a tier -----------------------------------------------------
@@ -131,7 +136,11 @@ LONG = Service("n" * 63, "s" * 253)
 
 NAMES: list[tuple[str, str, str]] = [
     # name, one remote name, another that must differ
-    ("gateways sharing a cluster", route_name(SVC, "public"), route_name(SVC, "internal")),
+    (
+        "gateways sharing a cluster",
+        ai_gateway_route_name(SVC, "public"),
+        ai_gateway_route_name(SVC, "internal"),
+    ),
     (
         "services selecting the same endpoint",
         backend_name(SVC, "public", "openai"),
@@ -139,8 +148,8 @@ NAMES: list[tuple[str, str, str]] = [
     ),
     (
         "dash ambiguity between namespace and name",
-        route_name(Service("a-b", "c"), "gw"),
-        route_name(Service("a", "b-c"), "gw"),
+        ai_gateway_route_name(Service("a-b", "c"), "gw"),
+        ai_gateway_route_name(Service("a", "b-c"), "gw"),
     ),
     (
         "dot vs dash in endpoint names",
@@ -180,8 +189,8 @@ def test_remote_names_are_distinct_bounded_labels(one: str, other: str) -> None:
 
 
 def test_remote_names_are_stable_and_readable() -> None:
-    assert route_name(SVC, "public") == route_name(SVC, "public")
-    assert route_name(SVC, "public").startswith("team-a-chat-")
+    assert ai_gateway_route_name(SVC, "public") == ai_gateway_route_name(SVC, "public")
+    assert ai_gateway_route_name(SVC, "public").startswith("team-a-chat-")
     assert backend_name(SVC, "public", "openai").startswith("team-a-chat-openai-")
     assert model_route_name(SVC, "public").startswith("chat-public-")
 

@@ -2,7 +2,7 @@
 
 A ModelService resolves its route for every serving gateway and composes one
 ModelRoute per gateway (service.py); a ModelRoute composes that gateway's
-objects (route.py). One function, because the ModelRoute is the second half
+objects (model_route.py). One function, because the ModelRoute is the second half
 of the ModelService's work, split off only so that neither call outgrows
 Crossplane's 4 MiB message limit at the API's maxima.
 """
@@ -10,9 +10,12 @@ Crossplane's 4 MiB message limit at the API's maxima.
 from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile, describe_object
 from fleetgate.core.runner import Composer
-from fleetgate.model_service import route, service
+from fleetgate.model_service import model_route, service
 
-COMPOSERS: dict[str, Composer] = {"ModelService": service.compose, "ModelRoute": route.compose}
+COMPOSERS: dict[str, Composer] = {
+    "ModelService": service.compose,
+    "ModelRoute": model_route.compose,
+}
 
 
 def compose(rec: Reconcile) -> None:

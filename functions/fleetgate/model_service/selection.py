@@ -339,7 +339,7 @@ class Planned:
     level: int
 
 
-def plan_route(routable: Sequence[Routable]) -> list[Planned]:
+def plan_backends(routable: Sequence[Routable]) -> list[Planned]:
     """Weights within each tier and gap-free levels, ordered by level, entry and name."""
     levels = renumber(r.priority for r in routable)
     ordered = sorted(routable, key=lambda r: (r.priority, r.entry, r.name))

@@ -4,7 +4,7 @@ It resolves everything here: which gateways select it and can serve it,
 which endpoints are usable (ready, a DNS origin, the cluster CA or the
 credential there), their weights and priority levels. Then it composes one
 ModelRoute per serving gateway carrying that gateway's finished route
-(plan.py), and reads each one's RouteAccepted and Ready back: RoutingReady is
+(model_route_manifest.py), and reads each one's RouteAccepted and Ready back: RoutingReady is
 True only once every gateway that selects the service has accepted its route
 and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 """
@@ -16,15 +16,14 @@ from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceGateway, ModelService
-from fleetgate.model_service.builders import Service
-from fleetgate.model_service.plan import (
+from fleetgate.model_service.model_route_manifest import (
     ACCEPTED,
     KIND,
     carried_over,
     model_route,
     progress,
-    route_key,
 )
+from fleetgate.model_service.naming import Service, model_route_key
 from fleetgate.model_service.selection import (
     PendingGateway,
     Planned,
@@ -35,7 +34,7 @@ from fleetgate.model_service.selection import (
     cap_backends,
     check_credentials,
     check_dialects,
-    plan_route,
+    plan_backends,
     screen_endpoints,
     sort_gateways,
     wanted_credentials,
@@ -218,8 +217,8 @@ def _compose_routes(
             pending.append(PendingGateway(gateway.name, why))
             continue
         if left_out not in plans:
-            plans[left_out] = plan_route(usable)
-        key = route_key(gateway.name)
+            plans[left_out] = plan_backends(usable)
+        key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
         route = model_route(service, gateway, plans[left_out])
         rec.compose(key, route, ready=routes[gateway.name] is None)
@@ -229,7 +228,7 @@ def _compose_routes(
             f"{waiting.why}",
             "GatewayPending",
         )
-        _carry_over(rec, route_key(waiting.name))
+        _carry_over(rec, model_route_key(waiting.name))
     rec.set_status(gateways=[_gateway_status(g) for g in serving if g.name in routes])
     return routes, pending
 

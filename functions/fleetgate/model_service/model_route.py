@@ -1,6 +1,7 @@
 """A ModelRoute composes one gateway's route for one ModelService onto that gateway's cluster.
 
-Everything was resolved by the ModelService that composed it (plan.py), so
+Everything was resolved by the ModelService that composed it
+(model_route_manifest.py), so
 this step looks nothing up: it builds the AIGatewayRoute and each backend's
 objects from the spec, and reports whether Envoy AI Gateway accepted the
 route and Envoy Gateway resolved the HTTPRoute generated from it, for the
@@ -13,26 +14,28 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.function import Reconcile
 from fleetgate.core.models import ModelRoute
 from fleetgate.core.observed import Observed
-from fleetgate.model_service.builders import (
+from fleetgate.model_service.ai_gateway import model_route_objects
+from fleetgate.model_service.model_route_manifest import ACCEPTED
+from fleetgate.model_service.naming import (
+    AI_GATEWAY_ROUTE_KEY,
     GENERATED_ROUTE_KEY,
-    ROUTE_KEY,
     TIERS_KEY,
     Service,
-    route_name,
-    route_objects,
+    ai_gateway_route_name,
 )
 from fleetgate.model_service.origin import OriginError, check_host
-from fleetgate.model_service.plan import ACCEPTED
 
 
 def compose(rec: Reconcile) -> None:
     route = rec.composite(ModelRoute)
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
-    for key, obj in route_objects(service, route.spec.gateway, route.spec.backends).items():
+    objects = model_route_objects(service, route.spec.gateway, route.spec.backends)
+    for key, obj in objects.items():
         rec.compose(key, obj, ready=rec.observed(key).ready)
     rec.set_status(
-        route=route_name(service, route.spec.gateway.name), backends=len(route.spec.backends)
+        route=ai_gateway_route_name(service, route.spec.gateway.name),
+        backends=len(route.spec.backends),
     )
     _report(rec)
     _report_tiers(rec)
@@ -67,7 +70,7 @@ def _report(rec: Reconcile) -> None:
     generation (``observed.is_current``): a refusal or an acceptance of an
     older spec says nothing of this one.
     """
-    observed = rec.observed(ROUTE_KEY)
+    observed = rec.observed(AI_GATEWAY_ROUTE_KEY)
     remote = observed.remote
     refusal = _refusal(remote, "NotAccepted") or _refusal(remote, "Accepted")
     if refusal is not None:

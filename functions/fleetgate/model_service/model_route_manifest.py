@@ -1,4 +1,4 @@
-"""The ModelRoute XR: one serving gateway's route, as the ModelService resolved it.
+"""The ModelRoute manifest: one serving gateway's route, as the ModelService resolved it.
 
 A ModelService at the API's maxima routes 128 backends on 16 gateways: some
 8,000 remote Objects, far over the 4 MiB Crossplane allows a function's
@@ -6,7 +6,8 @@ request and response. So the service resolves everything (gateways,
 clusters, endpoints, credentials) and composes one ModelRoute per serving
 gateway carrying that gateway's finished plan; each ModelRoute composes its
 gateway's Objects in its own, bounded call. Pure functions, the parent's side:
-the ModelRoute's name and manifest, carrying one over, reading its progress.
+the ModelRoute's manifest, carrying one over, reading its progress (its name
+is in ``naming``).
 """
 
 from collections.abc import Mapping, Sequence
@@ -14,31 +15,14 @@ from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, HTTPS_LISTENER, LABEL_PREFIX
 from fleetgate.core.models import BackendTLS
-from fleetgate.core.names import fleet_gateway, hashed_label, label_value
+from fleetgate.core.names import fleet_gateway, label_value
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import dig
-from fleetgate.model_service.builders import Service
+from fleetgate.model_service.naming import LABEL_GATEWAY, LABEL_SERVICE, Service, model_route_name
 from fleetgate.model_service.selection import Planned, Routable, ServingGateway
 
 KIND: Final = "ModelRoute"
 ACCEPTED: Final = "RouteAccepted"
-LABEL_SERVICE: Final = f"{LABEL_PREFIX}service"
-LABEL_GATEWAY: Final = f"{LABEL_PREFIX}gateway"
-
-
-def route_key(gateway: str) -> str:
-    """The composition resource name of a gateway's ModelRoute in the ModelService."""
-    return f"route-{gateway}"
-
-
-def model_route_name(service: Service, gateway: str) -> str:
-    """The ModelRoute's name in the service's namespace.
-
-    A DNS label, always hashed over (service, gateway): Crossplane copies an
-    XR's name into a label on everything it composes, and ``a-b`` + ``c``
-    must not meet ``a`` + ``b-c``.
-    """
-    return hashed_label(f"{service.name}-{gateway}", service.name, gateway)
 
 
 def _tls(endpoint: Routable) -> BackendTLS:

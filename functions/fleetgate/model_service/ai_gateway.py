@@ -1,14 +1,11 @@
 """The Envoy AI Gateway objects that route one model name on one fleet gateway.
 
-What a ModelRoute composes onto its gateway's cluster. Pure functions: the
-typed route in, plain manifests out. Every remote name is derived from the
-service *and* the gateway (two gateways may share a cluster) and, per
-backend, the endpoint, so no two XRs ever compose the same remote object and
-a credential reaches only the gateways that route to it.
+What a ModelRoute composes onto its gateway's cluster: the AIGatewayRoute,
+per backend its Backend, AIServiceBackend and credential. Pure functions: the
+typed route in, plain manifests out; every name comes from ``naming``.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from fleetgate.core.constants import (
@@ -20,9 +17,19 @@ from fleetgate.core.constants import (
     TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.models import RouteBackend, RouteGateway, SecretKeyRef
-from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca, hashed_label
+from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
+from fleetgate.model_service.naming import (
+    AI_GATEWAY_ROUTE_KEY,
+    GENERATED_ROUTE_KEY,
+    TIERS_KEY,
+    Service,
+    ai_gateway_route_name,
+    api_key_name,
+    backend_name,
+    endpoint_key,
+)
 
 AI_GATEWAY: Final = "aigateway.envoyproxy.io"
 AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
@@ -45,54 +52,11 @@ _LLM_REQUEST_COSTS: Final = (
 )
 
 
-@dataclass(frozen=True)
-class Service:
-    """The ModelService being routed."""
-
-    namespace: str
-    name: str
-
-    @property
-    def model(self) -> str:
-        """The public model name: the contract with callers, never hashed."""
-        return f"{self.namespace}/{self.name}"
-
-
-# --- names -------------------------------------------------------------------
-
-
-def _remote_name(role: str, service: Service, gateway: str, *endpoint: str, tag: str = "") -> str:
-    readable = "-".join((service.namespace, service.name, *endpoint, *([tag] if tag else [])))
-    return hashed_label(readable, role, service.namespace, service.name, gateway, *endpoint)
-
-
-def route_name(service: Service, gateway: str) -> str:
-    return _remote_name("route", service, gateway)
-
-
-def backend_name(service: Service, gateway: str, endpoint: str) -> str:
-    """Shared by the Backend, AIServiceBackend and BackendSecurityPolicy (different kinds)."""
-    return _remote_name("backend", service, gateway, endpoint)
-
-
-def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
-    return _remote_name("apikey", service, gateway, endpoint, tag="apikey")
-
-
-# Composition resource names within a ModelRoute: endpoint names cannot hold
-# "/", so these never collide with each other or with the route's.
-ROUTE_KEY: Final = "route"
-GENERATED_ROUTE_KEY: Final = "generated-route"
-TIERS_KEY: Final = "strict-tiers"
 # Envoy's overprovisioning factor (percent, default 140) lets a priority level
 # keep all its traffic only while healthy hosts x factor >= 100% of its hosts:
 # at 140 a tier under ~72% healthy already sheds load to the next. At 100000
 # a tier keeps every request while one of up to 1000 hosts is healthy.
 OVERPROVISIONING_FACTOR: Final = 100_000
-
-
-def endpoint_key(endpoint: str, role: str) -> str:
-    return f"{endpoint}/{role}"
 
 
 # --- manifests -----------------------------------------------------------------
@@ -108,7 +72,9 @@ def _manifest(api_version: str, kind: str, name: str, **body: Any) -> Manifest:
     }
 
 
-def route(service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]) -> Manifest:
+def ai_gateway_route(
+    service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]
+) -> Manifest:
     """The AIGatewayRoute: requests naming the model go to its backends by weight and priority."""
     backend_refs = []
     for b in backends:
@@ -126,7 +92,7 @@ def route(service: Service, gateway: RouteGateway, backends: Sequence[RouteBacke
     return _manifest(
         AI_GATEWAY_VERSION,
         "AIGatewayRoute",
-        route_name(service, gateway.name),
+        ai_gateway_route_name(service, gateway.name),
         spec={
             "parentRefs": [parent],
             "rules": [
@@ -165,12 +131,14 @@ def generated_route(service: Service, gateway: RouteGateway) -> Manifest:
     Gateway owns it (``spec`` is empty because the schema requires one; an
     Observe Object never applies it).
     """
-    return _manifest(f"{GATEWAY_API}/v1", "HTTPRoute", route_name(service, gateway.name), spec={})
+    return _manifest(
+        f"{GATEWAY_API}/v1", "HTTPRoute", ai_gateway_route_name(service, gateway.name), spec={}
+    )
 
 
 def xds_cluster_name(service: Service, gateway: RouteGateway) -> str:
     """The Envoy cluster Envoy Gateway makes of the generated HTTPRoute's (first) rule."""
-    return f"httproute/{SYSTEM_NAMESPACE}/{route_name(service, gateway.name)}/rule/0"
+    return f"httproute/{SYSTEM_NAMESPACE}/{ai_gateway_route_name(service, gateway.name)}/rule/0"
 
 
 def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
@@ -185,7 +153,7 @@ def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
     return _manifest(
         f"{ENVOY_GATEWAY}/v1alpha1",
         "EnvoyPatchPolicy",
-        route_name(service, gateway.name),
+        ai_gateway_route_name(service, gateway.name),
         spec={
             "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
             "type": "JSONPatch",
@@ -266,10 +234,10 @@ def api_key_secret(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     return _manifest("v1", "Secret", api_key_name(service, gateway, b.endpoint), type="Opaque")
 
 
-# --- one gateway's route -----------------------------------------------------------
+# --- everything one ModelRoute composes ----------------------------------------------
 
 
-def route_objects(
+def model_route_objects(
     service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name."""
@@ -283,7 +251,7 @@ def route_objects(
         )
 
     objects = {
-        ROUTE_KEY: remote(route(service, gateway, backends)),
+        AI_GATEWAY_ROUTE_KEY: remote(ai_gateway_route(service, gateway, backends)),
         GENERATED_ROUTE_KEY: remote_object(
             manifest=generated_route(service, gateway),
             provider_config=gateway.provider_config_name,
