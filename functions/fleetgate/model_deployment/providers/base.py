@@ -206,5 +206,6 @@ class Provider(Protocol):
         ...
 
     def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
-        """Engine replicas ready, from the remote objects as observed (keyed by part)."""
+        """Engine replicas ready, from each part's Object as observed (``.remote`` is the
+        remote object); a part missing from ``observed`` was not observed."""
         ...
