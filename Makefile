@@ -13,7 +13,7 @@ CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
 SOURCES := functions tests e2e package bench
 
-.PHONY: render examples bench test lint typecheck pytest tools crds deps nix-parser clean
+.PHONY: render examples examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
 
 ## render: walk the example fleet (examples/fleet) from nothing to a routed model through the
 ## functions and the real Crossplane CLI; print each pass, the routing table, facts and drills
@@ -23,6 +23,11 @@ render: deps
 ## examples: render every single-XR example under examples/ and print what each composes
 examples: deps
 	$(PY) -m e2e.render
+
+## examples-update: regenerate the examples' observed.yaml and expect.yaml from the functions
+## (e2e/snapshots.py); `make test` fails while a regeneration would change them
+examples-update: $(VENV)/.installed
+	$(PY) -m e2e.render --update
 
 ## bench: measure every function on reference workloads up to the API's maxima (a few minutes);
 ## results into bench/results/ (JSON + a Markdown table), compared with the last recorded run

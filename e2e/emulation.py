@@ -436,6 +436,28 @@ def reconcile_example(example: Example) -> fnv1.RunFunctionResponse:
     return rsp
 
 
+STATUS_NAMES = {
+    fnv1.STATUS_CONDITION_TRUE: "True",
+    fnv1.STATUS_CONDITION_FALSE: "False",
+    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
+}
+
+
+def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
+    """Whether Crossplane v2.2 marks the XR Ready after this response.
+
+    The function's verdict for the XR if it gave one; otherwise every
+    composed resource must be marked READY_TRUE (crossplane v2.2.0
+    internal/controller/apiextensions/composite/reconciler.go:813-851,
+    composition_functions.go:527-531; ``crossplane render`` the same,
+    cmd/crank/render/render.go:372-423).
+    """
+    ready = rsp.desired.composite.ready
+    if ready != fnv1.READY_UNSPECIFIED:
+        return bool(ready == fnv1.READY_TRUE)
+    return all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
+
+
 # --- provider-kubernetes and working clusters, per composed Object ---------------------
 
 GENERATION = 1  # of every remote object: applied once

@@ -9,6 +9,7 @@ every rendered object against the pinned upstream CRDs and our XRDs.
 An example is a folder holding ``xr.yaml`` and optionally ``required.yaml``
 (resources the function asks Crossplane for), ``observed.yaml`` (composed
 resources as they exist) and ``expect.yaml`` (what the tests check).
+``--update`` regenerates the last two from the functions (``e2e.snapshots``).
 """
 
 import argparse
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from e2e import functions, validate
+from e2e import functions, snapshots, validate
 from e2e.emulation import EXAMPLES, REPO, Example, discover, registry
 
 # The examples and the kind → function table are e2e.emulation's; the render's
@@ -123,7 +124,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("examples", nargs="*", type=Path, help="example folders (default: all)")
     parser.add_argument("--no-validate", action="store_true", help="skip schema validation")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="regenerate the examples' observed.yaml and expect.yaml from the functions "
+        "(in process; see e2e/snapshots.py) instead of rendering",
+    )
     args = parser.parse_args(argv)
+    if args.update:
+        written = snapshots.update()
+        for path in written:
+            print(f"wrote {path.relative_to(REPO)}")
+        print(f"{len(written)} snapshots changed")
+        return 0
     examples = [Example(p.resolve()) for p in args.examples] or discover()
     needed = sorted({e.type.name for e in examples})
     failures = 0

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from e2e.emulation import Unresolved
 from e2e.fleet import XRKey, describe
 from tests.hardening import harness
-from tests.hardening.harness import KINDS, InProcessFleet, Obj, Unresolved
+from tests.hardening.harness import KINDS, InProcessFleet, Obj
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,13 @@ import yaml
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e.emulation import STATUS_NAMES, xr_ready
 from fleetgate.core.runner import Composer, run_composer
+
+__all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, e2e.emulation's
 
 APIS = Path(__file__).resolve().parents[2] / "apis"
 
-STATUS_NAMES = {
-    fnv1.STATUS_CONDITION_TRUE: "True",
-    fnv1.STATUS_CONDITION_FALSE: "False",
-    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
-}
 SEVERITY_NAMES = {
     fnv1.SEVERITY_FATAL: "Fatal",
     fnv1.SEVERITY_WARNING: "Warning",
@@ -92,21 +90,6 @@ class Outcome:
     @property
     def requirements(self) -> dict[str, fnv1.ResourceSelector]:
         return dict(self.rsp.requirements.resources)
-
-
-def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
-    """Whether Crossplane v2.2 marks the XR Ready after this response.
-
-    The function's verdict for the XR if it gave one; otherwise every
-    composed resource must be marked READY_TRUE (crossplane v2.2.0
-    internal/controller/apiextensions/composite/reconciler.go:813-851,
-    composition_functions.go:527-531; ``crossplane render`` the same,
-    cmd/crank/render/render.go:372-423).
-    """
-    ready = rsp.desired.composite.ready
-    if ready != fnv1.READY_UNSPECIFIED:
-        return bool(ready == fnv1.READY_TRUE)
-    return all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
 
 
 def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:

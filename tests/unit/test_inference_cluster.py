@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from e2e.emulation import evaluate
 from fleetgate.core import readiness
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname
 from fleetgate.inference_cluster import builders
@@ -23,7 +24,6 @@ from tests.support.inference_cluster import (
     observe,
     settle,
 )
-from tests.unit.test_core_readiness import evaluate
 
 HOSTNAME = cluster_hostname(CLUSTER)
 PKI_KEYS = {

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from e2e import functions, render, validate
+from e2e import functions, render, snapshots, validate
+from e2e.emulation import Example
+from e2e.snapshots import whole
 from fleetgate.model_deployment.composer import compose
 from tests.support import Outcome, request, run
 from tests.unit.test_model_deployment import observe
@@ -27,53 +28,30 @@ from tests.unit.test_model_deployment_renderers import dynamo_schema
 from tests.unit.test_model_deployment_selection import CATALOG_CRD
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-deployment"
-NAME_ANNOTATION = "crossplane.io/composition-resource-name"
-EXPERIMENTAL_XR = "xr.experimental.yaml"
+EXPERIMENTAL_XR = snapshots.EXPERIMENTAL_XR
 EXPERIMENTAL = sorted(p.parent for p in EXAMPLES.rglob(EXPERIMENTAL_XR))
 FOLDERS = sorted([*(p.parent for p in EXAMPLES.rglob("xr.yaml")), *EXPERIMENTAL])
 
 
-def xr_file(folder: Path) -> Path:
-    return folder / ("xr.yaml" if (folder / "xr.yaml").exists() else EXPERIMENTAL_XR)
-
-
-def docs(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d] if path.exists() else []
-
-
-def whole(value: Any) -> Any:
-    """Whole floats as ints: a protobuf Struct has no integers, YAML does."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole(v) for v in value]
-    return value
+def example(folder: Path) -> Example:
+    return Example(folder, "xr.yaml" if (folder / "xr.yaml").exists() else EXPERIMENTAL_XR)
 
 
 def reconcile(folder: Path) -> Outcome:
     """One pass of the folder's XR; the function requires every cluster and every deployment."""
-    available = docs(folder / "required.yaml")
+    found = example(folder)
+    available = found.required
     required = {
         "clusters": [d for d in available if d["kind"] == "InferenceCluster"],
         "deployments": [d for d in available if d["kind"] == "ModelDeployment"],
     }
-    observed = {
-        d["metadata"]["annotations"][NAME_ANNOTATION]: d for d in docs(folder / "observed.yaml")
-    }
-    xr = yaml.safe_load(xr_file(folder).read_text())
-    return run(compose, request(xr, required=required, observed=observed))
+    return run(compose, request(found.xr, required=required, observed=found.observed))
 
 
 PASSES = [
-    ("gpu-two-clusters/1-placed", "gpu-two-clusters/2-serving"),
-    ("cpu-model/1-placed", "cpu-model/2-serving"),
-    ("llmd-inference-pool/1-placed", "llmd-inference-pool/2-serving"),
-    ("scale/1-two-replicas", "scale/2-up-to-five"),
-    ("scale/2-up-to-five", "scale/3-down-to-one"),
-    ("auto-cpu-kaito/1-placed", "auto-cpu-kaito/2-serving"),
-    ("auto-multi-gpu-kuberay/1-placed", "auto-multi-gpu-kuberay/2-serving"),
+    (w.before.removeprefix("model-deployment/"), w.after.removeprefix("model-deployment/"))
+    for w in snapshots.WALKS
+    if w.before.startswith("model-deployment/")
 ]
 
 
@@ -85,18 +63,15 @@ def test_every_walk_pass_is_checked() -> None:
 @pytest.mark.parametrize(("before", "after"), PASSES, ids=[after for _, after in PASSES])
 def test_each_pass_observes_what_the_previous_one_composed(before: str, after: str) -> None:
     out = reconcile(EXAMPLES / before)
-    observed = {
-        d["metadata"]["annotations"][NAME_ANNOTATION]: d
-        for d in docs(EXAMPLES / after / "observed.yaml")
-    }
+    observed = example(EXAMPLES / after).observed
     assert observed == whole(observe(out.desired))
-    xr = yaml.safe_load((EXAMPLES / after / "xr.yaml").read_text())
+    xr = example(EXAMPLES / after).xr
     assert xr["status"] == whole(out.composite["status"])
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_each_example_says_what_it_shows(folder: Path) -> None:
-    expect = yaml.safe_load((folder / "expect.yaml").read_text())
+    expect = example(folder).expect
     out = reconcile(folder)
     assert out.fatal == []
     conditions = {t: {"status": s, "reason": r} for t, (s, r, _) in out.conditions.items()}
@@ -114,9 +89,7 @@ def test_the_incompatible_upstream_example_is_pass_one_refused() -> None:
     """Its observed state is the KubeRay walk's first pass with the RayService refused."""
     before = reconcile(EXAMPLES / "auto-multi-gpu-kuberay/1-placed")
     folder = EXAMPLES / "incompatible-upstream"
-    observed = {
-        d["metadata"]["annotations"][NAME_ANNOTATION]: d for d in docs(folder / "observed.yaml")
-    }
+    observed = example(folder).observed
     healthy = whole(observe(before.desired))
     assert observed.keys() == healthy.keys()
     differs = [k for k in observed if observed[k] != healthy[k]]
@@ -150,7 +123,7 @@ def test_experimental_examples_render_and_validate(
     folder: Path, experimental_rendered: dict[Path, list[Any]], tmp_path: Path
 ) -> None:
     xr, composed, _ = render.split(experimental_rendered[folder])
-    expect = yaml.safe_load((folder / "expect.yaml").read_text())
+    expect = example(folder).expect
     conditions = {c["type"]: c for c in xr.get("status", {}).get("conditions", [])}
     for type_, want in expect["conditions"].items():
         assert {k: conditions[type_].get(k) for k in want} == want

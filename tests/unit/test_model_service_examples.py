@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e import snapshots
 from e2e.emulation import Example
 from fleetgate.model_service.composer import compose
 from tests.support import Outcome, request, run
@@ -74,14 +75,14 @@ def kind(obj: dict[str, Any]) -> str:
     return str(found)
 
 
+# before, after, whether everything before composed was accepted (route-refused: refused)
 PASSES = [
-    # before, after, whether everything before composed was accepted
-    ("walk-1-registered", "walk-2-composed", True),
-    ("walk-2-composed", "walk-3-accepted", True),
-    ("walk-3-accepted", "walk-4-credential-withdrawn", True),
-    ("walk-2-composed", "gateway-loses-client-ca", True),
-    ("route-walk-1-composed", "route-walk-2-accepted", True),
-    ("route-walk-1-composed", "route-refused", False),
+    (before, after, after != "route-refused")
+    for before, after in (
+        (w.before.removeprefix("model-service/"), w.after.removeprefix("model-service/"))
+        for w in snapshots.WALKS
+        if w.before.startswith("model-service/")
+    )
 ]
 
 
