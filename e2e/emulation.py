@@ -41,6 +41,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 COMPOSITION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
+# The one time this walk's controllers write: render stamps a fixed time too.
+SIMULATED_AT = "2024-01-01T00:00:00Z"
+# How this walk's controllers word their conditions (``applied``'s arguments).
+SIMULATED: dict[str, Any] = {"reason": "Simulated", "synced": "Simulated", "stamp": SIMULATED_AT}
 # Dependency order: each kind reads what the kinds before it publish, so one
 # pass usually carries a change all the way through.
 KIND_ORDER = [
@@ -112,12 +116,9 @@ class World:
         if observed["kind"] == "Object" and "forProvider" in observed.get("spec", {}):
             pc = observed["spec"].get("providerConfigRef", {}).get("name", "")
             manifest = self._remote(observed["spec"]["forProvider"]["manifest"], pc, bundles)
-            observed["status"] = {
-                "atProvider": {"manifest": manifest},
-                "conditions": [_cond("Ready"), _cond("Synced")],
-            }
-        elif observed["kind"] not in KIND_ORDER:
-            observed["status"] = {"conditions": [_cond("Ready"), _cond("Synced")]}
+            return applied(observed, remote=manifest, **SIMULATED)
+        if observed["kind"] not in KIND_ORDER:
+            return applied(observed, **SIMULATED)
         return observed
 
     def _generated_name(self, desired: Obj) -> str:
@@ -220,12 +221,7 @@ def _simulated(type_: str, reason: str, message: str) -> Obj:
 
 
 def _cond(type_: str, status: str = "True") -> Obj:
-    return {
-        "type": type_,
-        "status": status,
-        "reason": "Simulated",
-        "lastTransitionTime": "2024-01-01T00:00:00Z",
-    }
+    return _condition(type_, status, "Simulated", SIMULATED_AT)
 
 
 # --- the function registry ----------------------------------------------------------
@@ -463,6 +459,46 @@ def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
 GENERATION = 1  # of every remote object: applied once
 
 
+def applied(
+    desired: Obj,
+    *,
+    remote: Obj | None = None,
+    ready: bool = True,
+    reason: str | None = None,
+    synced: str = "ReconcileSuccess",
+    stamp: str | None = None,
+) -> Obj:
+    """A composed resource as Crossplane observes it once provider-kubernetes applied it.
+
+    An Object carries ``remote`` in ``status.atProvider.manifest``: the remote
+    object as its cluster holds it (by default the manifest as applied, no
+    controller having written to it). Every resource has Ready (``reason``, by
+    default Available, or Creating while not ready) and Synced (``synced``)
+    conditions, with ``stamp`` as their lastTransitionTime when given. Names
+    and annotations are the caller's: they say which pass and owner it is.
+    """
+    obj = copy.deepcopy(desired)
+    status: Obj = {}
+    if remote is None and obj.get("kind") == "Object":
+        remote = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    if remote is not None:
+        status["atProvider"] = {"manifest": copy.deepcopy(remote)}
+    why = reason if reason is not None else ("Available" if ready else "Creating")
+    status["conditions"] = [
+        _condition("Ready", str(ready), why, stamp),
+        _condition("Synced", "True", synced, stamp),
+    ]
+    obj["status"] = status
+    return obj
+
+
+def _condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
+    found = {"type": type_, "status": status, "reason": reason}
+    if stamp is not None:
+        found["lastTransitionTime"] = stamp
+    return found
+
+
 def remote_status(manifest: Obj, ready_replicas: int | None = None) -> Obj:
     """What a working cluster reports for a remote object, for its generation.
 
@@ -564,14 +600,9 @@ def observe(
             remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
             remote.setdefault("metadata", {})["generation"] = GENERATION
             remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
-            ready = object_ready(obj, remote)
-            obj["status"] = {
-                "atProvider": {"manifest": remote},
-                "conditions": [
-                    {"type": "Ready", "status": str(ready), "reason": "r"},
-                    {"type": "Synced", "status": "True", "reason": "r"},
-                ],
-            }
+            obj = applied(
+                obj, remote=remote, ready=object_ready(obj, remote), reason="r", synced="r"
+            )
         else:  # an XR, ready once its function says so
             obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "r"}]}
         observed[key] = obj

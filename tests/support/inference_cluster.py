@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from e2e import pki
+from e2e import emulation, pki
 from fleetgate.inference_cluster.composer import compose
 from tests.support import Outcome, request, run
 
@@ -80,19 +80,10 @@ def observe(
     for name, obj in desired.items():
         seen = copy.deepcopy(obj)
         seen.setdefault("metadata", {}).setdefault("name", f"{CLUSTER}-{name}")
-        status: dict[str, Any] = {}
+        remote_obj = None
         if seen.get("kind") == "Object":
-            remote_obj = copy.deepcopy(seen["spec"]["forProvider"]["manifest"])
-            for key, value in ((remote or {}).get(name) or {}).items():
-                remote_obj[key] = copy.deepcopy(value)
-            status["atProvider"] = {"manifest": remote_obj}
-        flag = "True" if ready(name) else "False"
-        status["conditions"] = [
-            {"type": "Ready", "status": flag, "reason": "Available" if ready(name) else "Creating"},
-            {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
-        ]
-        seen["status"] = status
-        observed[name] = seen
+            remote_obj = {**seen["spec"]["forProvider"]["manifest"], **(remote or {}).get(name, {})}
+        observed[name] = emulation.applied(seen, remote=remote_obj, ready=ready(name))
     for name, obj in (previous or {}).items():
         observed.setdefault(name, obj)
     return observed

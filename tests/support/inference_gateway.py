@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from e2e import pki
+from e2e import emulation, pki
 from fleetgate.core import names
 from fleetgate.inference_gateway.composer import compose
 from tests.support import Outcome, request, run, secret
@@ -199,15 +199,7 @@ def echo(
     for key, desired in out.desired.items():
         obj = copy.deepcopy(desired)
         obj["metadata"]["name"] = f"{GATEWAY}-{names.digest(key, 5)}"
-        on_cluster = copy.deepcopy(manifest(obj))
-        on_cluster.update(copy.deepcopy((remote or {}).get(key, {})))
-        ready = "False" if key in not_ready else "True"
-        obj["status"] = {
-            "atProvider": {"manifest": on_cluster},
-            "conditions": [
-                {"type": "Ready", "status": ready, "reason": "Available"},
-                {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
-            ],
-        }
-        observed[key] = obj
+        on_cluster = {**manifest(obj), **(remote or {}).get(key, {})}
+        ready = key not in not_ready
+        observed[key] = emulation.applied(obj, remote=on_cluster, ready=ready, reason="Available")
     return observed

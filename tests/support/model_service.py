@@ -14,6 +14,7 @@ import copy
 import json
 from typing import Any
 
+from e2e import emulation
 from e2e.pki import ca
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
@@ -303,16 +304,9 @@ def as_observed(
             remote["status"] = {
                 "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
             }
-        ready = "True" if accepted or remote["kind"] == "Secret" else "False"
+        ready = accepted or remote["kind"] == "Secret"
         obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-        obj["status"] = {
-            "atProvider": {"manifest": remote},
-            "conditions": [
-                {"type": "Ready", "status": ready, "reason": "Available"},
-                {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"},
-            ],
-        }
-        observed[key] = obj
+        observed[key] = emulation.applied(obj, remote=remote, ready=ready, reason="Available")
     return observed
 
 

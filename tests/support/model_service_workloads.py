@@ -325,10 +325,7 @@ def observe(owner: Obj, key: str, desired: Obj, status: Obj | None = None) -> Ob
             "managementPolicies": ["*"],
             "watch": False,
         }
-        observed["status"] = {
-            "atProvider": {"manifest": remote},
-            "conditions": [_condition("Ready"), _condition("Synced", "ReconcileSuccess")],
-        }
+        observed = emulation.applied(observed, remote=remote, stamp=TIMESTAMP)
     else:
         observed["status"] = status or {}
     return observed
