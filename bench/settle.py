@@ -20,12 +20,13 @@ from pathlib import Path
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from bench.world import CREATED, Obj, Pool, condition
+from bench.world import CREATED, Obj, Pool
+from e2e import emulation
 from e2e.emulation import COMPOSITION_RESOURCE_NAME, Function, World, fingerprint, registry
 from fleetgate.core.constants import API_GROUP
 from fleetgate.core.runner import run_composer
 from fleetgate.core.secrets import LAST_APPLIED
-from tests.support import STATUS_NAMES, request, xr_ready
+from tests.support import STATUS_NAMES, request
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
@@ -173,17 +174,8 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
 
 
 def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
-    """The XR as Crossplane writes it back: the desired status, conditions, and Ready
-    (derived from what the function marked ready, as Crossplane does: ``xr_ready``)."""
-    status = dict(resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {})
-    conditions = [
-        condition(c.type, STATUS_NAMES[c.status], c.reason or "Available") for c in rsp.conditions
-    ]
-    ready = xr_ready(rsp)
-    conditions.append(condition("Ready", "True" if ready else "False", "Available"))
-    conditions.append(condition("Synced", reason="ReconcileSuccess"))
-    status["conditions"] = conditions
-    return {**xr, "status": status}
+    """The XR as Crossplane writes it back: the desired status, conditions, Ready and Synced."""
+    return {**xr, "status": emulation.xr_status(rsp, stamp=CREATED, synced=True)}
 
 
 def _manifest(obj: Obj) -> Obj | None:

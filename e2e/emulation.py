@@ -30,6 +30,7 @@ from typing import Any
 import celpy
 import yaml
 from celpy.adapter import json_to_cel
+from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e.pki import KeyPair, ca
@@ -452,6 +453,32 @@ def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
     if ready != fnv1.READY_UNSPECIFIED:
         return bool(ready == fnv1.READY_TRUE)
     return all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
+
+
+def xr_status(
+    rsp: fnv1.RunFunctionResponse, *, stamp: str | None = None, synced: bool = False
+) -> Obj:
+    """The status Crossplane writes to an XR from its function's response.
+
+    The desired status, each condition the function set (its message only
+    when it has one: the field is ``omitempty``), and Ready as Crossplane
+    derives it (``xr_ready``); with ``synced`` the Synced of a reconcile that
+    succeeded. ``stamp`` is every condition's lastTransitionTime, when given.
+    """
+    status = dict(resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {})
+    conditions = []
+    for c in rsp.conditions:
+        found = _condition(c.type, STATUS_NAMES[c.status], c.reason, None)
+        if c.message:
+            found["message"] = c.message
+        if stamp is not None:
+            found["lastTransitionTime"] = stamp
+        conditions.append(found)
+    conditions.append(_condition("Ready", str(xr_ready(rsp)), "Available", stamp))
+    if synced:
+        conditions.append(_condition("Synced", "True", "ReconcileSuccess", stamp))
+    status["conditions"] = conditions
+    return status
 
 
 # --- provider-kubernetes and working clusters, per composed Object ---------------------

@@ -310,18 +310,6 @@ def as_observed(
     return observed
 
 
-def xr_status(out: Outcome) -> Obj:
-    """The status Crossplane writes to an XR from its function's response."""
-    status: Obj = dict(out.composite.get("status") or {})
-    conditions = [
-        {"type": type_, "status": s, "reason": reason, "message": message}
-        for type_, (s, reason, message) in out.conditions.items()
-    ]
-    ready = "True" if out.xr_ready else "False"
-    conditions.append({"type": "Ready", "status": ready, "reason": "Available"})
-    return {**status, "conditions": conditions}
-
-
 def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -> dict[str, Obj]:
     """A ModelService's ModelRoutes as observed once each reconciled twice.
 
@@ -344,6 +332,6 @@ def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -
                 for key, o in sorted(reported.desired.items())
             ],
         }
-        obj["status"] = xr_status(reported)
+        obj["status"] = emulation.xr_status(reported.rsp)
         observed[model_route_key(gw)] = obj
     return observed

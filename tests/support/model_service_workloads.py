@@ -37,7 +37,6 @@ from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMEN
 from fleetgate.core.names import cluster_hostname, cluster_label, digest, dns_label, label_value
 from fleetgate.core.runner import Composer, run_composer
 from fleetgate.model_service.composer import compose
-from tests.support import xr_ready
 
 Obj = dict[str, Any]
 
@@ -361,23 +360,6 @@ def desired(rsp: fnv1.RunFunctionResponse) -> dict[str, Obj]:
     return {k: resource.struct_to_dict(r.resource) for k, r in rsp.desired.resources.items()}
 
 
-def desired_status(rsp: fnv1.RunFunctionResponse) -> Obj:
-    status: Obj = resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {}
-    conditions = [
-        {
-            "type": c.type,
-            "status": {1: "Unknown", 2: "True", 3: "False"}.get(c.status, "Unknown"),
-            "reason": c.reason,
-            "message": c.message,
-            "lastTransitionTime": TIMESTAMP,
-        }
-        for c in rsp.conditions
-    ]
-    ready = xr_ready(rsp)
-    conditions.append(_condition("Ready") if ready else {**_condition("Ready"), "status": "False"})
-    return {**status, "conditions": conditions}
-
-
 @dataclass(frozen=True)
 class Call:
     """One settled RunFunction: the request Crossplane sends and the answer."""
@@ -406,7 +388,10 @@ def settle(compose: Composer, xr: Obj, pool: list[Obj], who: str) -> Iterator[Ca
         yield from calls
         # As stored: with the refs of what it composed, and the status it reported.
         stored_child = resource.struct_to_dict(calls[-1].request.observed.composite.resource)
-        observed[key] = {**stored_child, "status": desired_status(calls[-1].response)}
+        observed[key] = {
+            **stored_child,
+            "status": emulation.xr_status(calls[-1].response, stamp=TIMESTAMP),
+        }
     stored = with_resource_refs(xr, observed) if observed else xr
     req, rsp = resolve(compose, stored, pool, observed)
     yield Call(who, req, rsp)
