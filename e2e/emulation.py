@@ -465,7 +465,8 @@ def xr_status(
     derives it (``xr_ready``); with ``synced`` the Synced of a reconcile that
     succeeded. ``stamp`` is every condition's lastTransitionTime, when given.
     """
-    status = dict(resource.struct_to_dict(rsp.desired.composite.resource).get("status") or {})
+    written = resource.struct_to_dict(rsp.desired.composite.resource).get("status")
+    status = dict(written) if isinstance(written, dict) else {}
     conditions = []
     for c in rsp.conditions:
         found = _condition(c.type, STATUS_NAMES[c.status], c.reason, None)

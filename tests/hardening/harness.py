@@ -27,7 +27,6 @@ from e2e.emulation import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Answer, Unresol
 from e2e.fleet import Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
-from tests.support import STATUS_NAMES
 
 Obj = dict[str, Any]
 
@@ -308,21 +307,7 @@ def rendered(xr: Obj, answered: Call) -> list[Obj]:
     """An answer as ``crossplane render --include-function-results`` prints it."""
     rsp = answered.rsp
     desired = answered.desired
-    conditions = [
-        {
-            "type": c.type,
-            "status": STATUS_NAMES[c.status],
-            "reason": c.reason,
-            **({"message": c.message} if c.message else {}),
-        }
-        for c in rsp.conditions
-    ]
-    ready = rsp.desired.composite.ready == fnv1.READY_TRUE or (
-        rsp.desired.composite.ready == fnv1.READY_UNSPECIFIED
-        and all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
-    )
-    conditions.append({"type": "Ready", "status": "True" if ready else "False", "reason": ""})
-    status = {**(answered.status or {}), "conditions": conditions}
+    status = emulation.xr_status(rsp)
     out: list[Obj] = [{**xr, "status": status}]
     meta = xr.get("metadata") or {}
     for name in sorted(desired):
