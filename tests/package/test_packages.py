@@ -32,7 +32,7 @@ from celpy.adapter import json_to_cel
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import pki, render
+from e2e import emulation, pki, render
 from e2e.functions import wait_for_port
 from e2e.validate import validate
 from fleetgate.inference_cluster import gaie_crds
@@ -43,14 +43,18 @@ TLS_DIR = "/tls/server"  # where Crossplane mounts a function's server certifica
 TIMEOUT_S = 15.0
 START_TIMEOUT_S = 30.0
 
+
+def _xr_kinds() -> dict[str, tuple[str, str | None]]:
+    """Function → the first kind it serves and a namespace if that kind is namespaced."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for kind, fn in emulation.registry().items():
+        scope = yaml.safe_load(fn.xrd.read_text())["spec"].get("scope", "Namespaced")  # v2 default
+        found.setdefault(fn.name, (kind, "team-a" if scope == "Namespaced" else None))
+    return found
+
+
 # A minimal composite of each function's kind: enough to get an answer.
-XR_KINDS = {
-    "compose-inference-cluster": ("InferenceCluster", None),
-    "compose-inference-gateway": ("InferenceGateway", None),
-    "compose-model-service": ("ModelService", "team-a"),
-    "compose-model-endpoint": ("ModelEndpoint", "team-a"),
-    "compose-model-deployment": ("ModelDeployment", "team-a"),
-}
+XR_KINDS = _xr_kinds()
 
 
 @pytest.fixture(scope="session")

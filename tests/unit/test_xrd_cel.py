@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import celpy
@@ -26,17 +25,12 @@ import yaml
 from celpy.adapter import json_to_cel
 from pydantic import ValidationError
 
+from e2e import emulation
 from fleetgate.core.models import LabelSelector
 from tests.support import walk_schema
 
-APIS = Path(__file__).resolve().parents[2] / "apis"
-KINDS = {
-    "InferenceCluster": "inferenceclusters",
-    "InferenceGateway": "inferencegateways",
-    "ModelService": "modelservices",
-    "ModelEndpoint": "modelendpoints",
-    "ModelDeployment": "modeldeployments",
-}
+# Every XRD's rules, ModelRoute's (internal, composed by ModelService) too.
+XRDS = {kind: fn.xrd for kind, fn in emulation.registry().items()}
 
 # Standard CEL only: a Kubernetes library function (isIP, url, ip, format,
 # split, lowerAscii, quantity, ...) would not evaluate here, and a rule that
@@ -65,8 +59,8 @@ class Rule:
 
 def _load_rules() -> list[Rule]:
     rules: list[Rule] = []
-    for kind, plural in KINDS.items():
-        xrd = yaml.safe_load((APIS / plural / "definition.yaml").read_text())
+    for kind, definition in XRDS.items():
+        xrd = yaml.safe_load(definition.read_text())
         schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         for path, node in walk_schema(schema, ""):
             for validation in node.get("x-kubernetes-validations", []):
