@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2e import render, validate
-from fleetgate.core.function import MESSAGE_MAX
+from fleetgate.core.reconcile import MESSAGE_MAX
 from fleetgate.core.runner import encode, run_composer
 from tests.hardening import harness
 from tests.hardening.conftest import LOGGED

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from fleetgate.core import pacing
-from fleetgate.core.function import Reconcile
+from fleetgate.core.reconcile import Reconcile
 from tests.support import request, run
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)

@@ -7,7 +7,7 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
-from fleetgate.core.function import Reconcile, Selector
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 
 API_KEY = "sk-never-read"

@@ -8,8 +8,8 @@ from crossplane.function import resource
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
-from fleetgate.core.function import Reconcile
 from fleetgate.core.observed import Observed, dig, is_current
+from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.runner import run_composer
 from tests.support import request
 

@@ -1,8 +1,8 @@
 """A function's Composition input: the step's ``input``, typed and validated at the edge."""
 
 from fleetgate.core import structs
-from fleetgate.core.function import Reconcile
 from fleetgate.core.models import C, parse
+from fleetgate.core.reconcile import Reconcile
 
 
 def function_input(rec: Reconcile, model: type[C], default: C) -> C:

@@ -10,7 +10,7 @@ built on it.
 from collections.abc import Iterable
 from typing import Any
 
-from fleetgate.core.function import Reconcile
+from fleetgate.core.reconcile import Reconcile
 
 
 def awaited(rec: Reconcile, *, ready: Iterable[str] = (), exist: Iterable[str] = ()) -> list[str]:

@@ -38,7 +38,7 @@ from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile
+from fleetgate.core.reconcile import Reconcile
 
 Composer = Callable[[Reconcile], None]
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from fleetgate.core.constants import API_VERSION, LABEL_PREFIX, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
 from fleetgate.core.observed import configmap_value
 from fleetgate.core.ordering import compose_after
 from fleetgate.core.readiness import condition_query
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.inference_cluster import builders, stack
 from fleetgate.inference_cluster.builders import FleetGateway, Site, Trust
 

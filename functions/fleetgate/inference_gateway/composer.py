@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.function import Reconcile
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import configmap_value, dig
 from fleetgate.core.pki import BUNDLE_KEY
+from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.secrets import secret_patch
 from fleetgate.inference_gateway import builders, inputs, naming, resolution
 from fleetgate.inference_gateway.inputs import Blocked, CallerKeys, FrontDoor, Target

@@ -10,8 +10,8 @@ from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
-from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.inference_gateway.resolution import Peer
 
 CLUSTER: Final = "cluster"

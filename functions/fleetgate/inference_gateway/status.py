@@ -4,8 +4,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.function import Status
 from fleetgate.core.observed import Observed
+from fleetgate.core.reconcile import Status
 from fleetgate.inference_gateway.inputs import Blocked, CallerKeys
 
 CALLER_AUTH_HINT = (

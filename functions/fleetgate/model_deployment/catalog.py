@@ -22,9 +22,9 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, model_validator
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile
 from fleetgate.core.inputs import function_input
 from fleetgate.core.models import EngineType, Model, ServingProvider
+from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_deployment.providers.base import (
     Capability,
     EngineSupport,

@@ -34,10 +34,10 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile, Selector, dump
 from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import Observed
+from fleetgate.core.reconcile import Reconcile, Selector, dump
 from fleetgate.model_deployment import (
     catalog,
     endpoints,

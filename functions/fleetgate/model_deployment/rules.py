@@ -25,8 +25,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from fleetgate.core.function import bounded
 from fleetgate.core.models import EngineType, ModelDeploymentSpec
+from fleetgate.core.reconcile import bounded
 
 ERROR_MAX = 300
 _lock = threading.Lock()

@@ -21,8 +21,8 @@ When nothing qualifies, the reason lists why each provider was excluded.
 from dataclasses import dataclass
 from typing import TypeVar
 
-from fleetgate.core.function import bounded
 from fleetgate.core.models import EngineType, ModelDeploymentSpec, ServingProvider
+from fleetgate.core.reconcile import bounded
 from fleetgate.model_deployment import rules
 from fleetgate.model_deployment.catalog import ProviderCatalog, ProviderEntry
 from fleetgate.model_deployment.providers.base import ENGINE_PREFERENCE, ServingMode

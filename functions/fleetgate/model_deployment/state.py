@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from fleetgate.core.function import describe_object
 from fleetgate.core.models import (
     EngineType,
     Model,
@@ -18,6 +17,7 @@ from fleetgate.core.models import (
     ServingProvider,
     parse,
 )
+from fleetgate.core.reconcile import describe_object
 from fleetgate.model_deployment.placement import gpus_per_replica
 
 Replicas = Annotated[int, Field(ge=0, le=1024)]

@@ -11,8 +11,8 @@ back, which it does exactly while EndpointReady is False. So it never says
 READY_TRUE either (``Reconcile.allow_ready``), and Ready follows EndpointReady.
 """
 
-from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import ModelEndpoint
+from fleetgate.core.reconcile import Reconcile, Selector
 
 CONDITION = "EndpointReady"
 CREDENTIAL = "credential"

@@ -8,7 +8,7 @@ Crossplane's 4 MiB message limit at the API's maxima.
 """
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile, describe_object
+from fleetgate.core.reconcile import Reconcile, describe_object
 from fleetgate.core.runner import Composer
 from fleetgate.model_service import model_route, service
 

@@ -11,9 +11,9 @@ ModelService to read back.
 from typing import Any
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.function import Reconcile
 from fleetgate.core.models import ModelRoute
 from fleetgate.core.observed import Observed
+from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects
 from fleetgate.model_service.model_route_manifest import ACCEPTED
 from fleetgate.model_service.naming import (

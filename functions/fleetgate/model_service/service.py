@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError, refuse_duplicates
-from fleetgate.core.function import Reconcile, Selector
 from fleetgate.core.models import InferenceGateway, ModelService
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.model_service.model_route_manifest import (
     ACCEPTED,
     KIND,
