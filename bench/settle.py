@@ -94,11 +94,7 @@ class Reconciler:
             name: resource.struct_to_dict(r.resource)
             for name, r in sorted(rsp.desired.resources.items())
         }
-        bundles = {
-            (obj["spec"]["providerConfigRef"]["name"], manifest["metadata"]["name"])
-            for obj in desired.values()
-            if (manifest := _manifest(obj)) and manifest.get("kind") == "Bundle"
-        }
+        bundles = emulation.bundles(desired.values())
         observed, children = {}, []
         for name, obj in desired.items():
             meta = obj.setdefault("metadata", {})
@@ -176,8 +172,3 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
 def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
     """The XR as Crossplane writes it back: the desired status, conditions, Ready and Synced."""
     return {**xr, "status": emulation.xr_status(rsp, stamp=CREATED, synced=True)}
-
-
-def _manifest(obj: Obj) -> Obj | None:
-    manifest = (obj.get("spec") or {}).get("forProvider", {}).get("manifest")
-    return manifest if isinstance(manifest, dict) else None

@@ -81,6 +81,17 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(json.dumps(without_times(value), sort_keys=True).encode()).hexdigest()
 
 
+def bundles(composed: Iterable[Obj]) -> set[tuple[str, str]]:
+    """(provider config, name) of every trust-manager Bundle among composed Objects: the
+    ConfigMaps trust-manager writes for them hold a CA once observed (``World.realise``)."""
+    found = set()
+    for obj in composed:
+        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
+        if isinstance(manifest, dict) and manifest.get("kind") == "Bundle":
+            found.add((obj["spec"]["providerConfigRef"]["name"], manifest["metadata"]["name"]))
+    return found
+
+
 @dataclass
 class World:
     """What the workload clusters' controllers and load balancers would do.

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from e2e import render
+from e2e import emulation, render
 from e2e.emulation import (
     COMPOSITION_RESOURCE_NAME,
     KIND_ORDER,
@@ -119,15 +119,7 @@ class Fleet:
 
     def bundles(self) -> set[tuple[str, str]]:
         """(provider config, Bundle name) of every trust-manager Bundle composed so far."""
-        found = set()
-        for resources in self.composed.values():
-            for obj in resources.values():
-                manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest") or {}
-                if manifest.get("kind") == "Bundle":
-                    found.add(
-                        (obj["spec"]["providerConfigRef"]["name"], manifest["metadata"]["name"])
-                    )
-        return found
+        return emulation.bundles(o for res in self.composed.values() for o in res.values())
 
     def render_one(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> list[Obj]:
         """Render one XR with everything the control plane holds as required resources."""

@@ -159,12 +159,16 @@ def observed(walk: Walk, root: Path = EXAMPLES) -> list[Obj]:
         owner = str(after.xr["metadata"]["name"])
         found = whole(emulation.observe(desired, owner=owner, previous=was))
     else:
-        found = {key: renewed(obj, was.get(key), owner=before.xr) for key, obj in desired.items()}
+        trust = emulation.bundles(desired.values())
+        found = {
+            key: renewed(obj, was.get(key), owner=before.xr, bundles=trust)
+            for key, obj in desired.items()
+        }
     order = [k for k in was if k in found] + [k for k in found if k not in was]
     return [found[k] for k in order]
 
 
-def renewed(desired: Obj, was: Obj | None, *, owner: Obj) -> Obj:
+def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str, str]]) -> Obj:
     """``desired`` as observed: what was composed renewed, what was observed of it kept.
 
     Kept: the name the API server gave it, what Crossplane records (its
@@ -178,7 +182,7 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj) -> Obj:
     meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = _key(desired, was)
     if was is None:
         meta.setdefault("generateName", f"{owner['metadata']['name']}-")
-        return emulation.World(load_balancers={}).realise(desired, set())
+        return emulation.World(load_balancers={}).realise(desired, bundles)
     obj = {**desired, "metadata": _merged(was.get("metadata") or {}, meta)}
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}

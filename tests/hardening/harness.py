@@ -132,12 +132,7 @@ def realise(desired: dict[str, Obj], previous: dict[str, Obj] | None = None) -> 
     ``crossplane render --observed-resources`` keys on) and the name it got
     before, like the API server.
     """
-    bundles = set()
-    for obj in desired.values():
-        manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
-        if manifest.get("kind") == "Bundle":
-            pc = obj["spec"]["providerConfigRef"]["name"]
-            bundles.add((pc, manifest["metadata"]["name"]))
+    bundles = emulation.bundles(desired.values())
     observed = {}
     for name, obj in sorted(desired.items()):
         tagged = copy.deepcopy(obj)
