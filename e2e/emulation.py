@@ -407,10 +407,13 @@ def reconcile(
     unresolved: Unresolved | None = None,
     input: Obj | None = None,
     tag: str = "emulation",
+    strict: bool = False,
 ) -> tuple[fnv1.RunFunctionRequest, fnv1.RunFunctionResponse]:
     """One reconcile of ``xr``: call, resolve the requirements from ``world``, call again,
-    until the requirements stop changing. Requirements whose selector ``unresolved``
-    picks stay unresolved, as when Crossplane has not looked them up yet."""
+    until the requirements stop changing (as Crossplane does, for ``MAX_ROUNDS`` at
+    most: ``strict`` raises when they did not settle by then, else the last answer is
+    returned). Requirements whose selector ``unresolved`` picks stay unresolved, as
+    when Crossplane has not looked them up yet."""
     resolved: dict[str, list[Obj]] = {}
     req = request(xr, observed=observed, input=input, tag=tag)
     rsp = answer(req)
@@ -425,21 +428,35 @@ def reconcile(
         resolved = wanted
         req = request(xr, observed=observed, required=resolved, input=input, tag=tag)
         rsp = answer(req)
+    else:
+        if strict:
+            raise RuntimeError(f"the requirements of {describe(xr)} did not settle")
     return req, rsp
 
 
-def reconcile_example(example: Example) -> fnv1.RunFunctionResponse:
+def describe(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{meta.get('name')}"
+
+
+def reconcile_example(
+    example: Example,
+    run: Callable[[Composer, fnv1.RunFunctionRequest], fnv1.RunFunctionResponse] = run_composer,
+) -> fnv1.RunFunctionResponse:
     """An example's XR answered in process, as ``crossplane render`` would have it answered:
     its Composition step's input, requirements resolved from ``required.yaml``, and the
-    composed resources of ``observed.yaml``."""
+    composed resources of ``observed.yaml``. ``run`` calls the function (a test's own
+    checks on every answer)."""
     fn = registry()[example.xr["kind"]]
     world = [as_stored(d) if d.get("kind") == "Secret" else d for d in example.required]
     _, rsp = reconcile(
-        lambda req: run_composer(fn.compose, req),
+        lambda req: run(fn.compose, req),
         example.xr,
         world,
         example.observed,
         input=fn.input,
+        strict=True,
     )
     return rsp
 

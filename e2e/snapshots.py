@@ -60,12 +60,12 @@ def _walks(function: str, pairs: list[tuple[str, str]], *, derived: bool) -> lis
 
 
 # The inference-cluster walk: walk-1, walk-2, ... each observing the one before.
-_CLUSTER_WALK = sorted(
+CLUSTER_WALK = sorted(
     (p.name for p in (EXAMPLES / "inference-cluster").glob("walk-*")),
     key=lambda name: int(name.split("-")[1]),
 )
 WALKS: list[Walk] = [
-    *_walks("inference-cluster", list(itertools.pairwise(_CLUSTER_WALK)), derived=False),
+    *_walks("inference-cluster", list(itertools.pairwise(CLUSTER_WALK)), derived=False),
     *_walks(
         "model-service",
         [

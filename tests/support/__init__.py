@@ -10,7 +10,8 @@ import yaml
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e.emulation import STATUS_NAMES, xr_ready
+from e2e import emulation
+from e2e.emulation import STATUS_NAMES, Example, xr_ready
 from fleetgate.core.runner import Composer, run_composer
 
 __all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, e2e.emulation's
@@ -98,6 +99,12 @@ def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
     out = Outcome(run_composer(compose, req))
     assert out.rsp.desired.composite.ready != fnv1.READY_TRUE, "READY_TRUE for the XR"
     return out
+
+
+def run_example(example: Example) -> Outcome:
+    """One reconcile of an example's XR as Crossplane would run it
+    (``emulation.reconcile_example``), every answer checked as ``run`` checks it."""
+    return Outcome(emulation.reconcile_example(example, lambda fn, req: run(fn, req).rsp))
 
 
 def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:

@@ -4,25 +4,18 @@ import datetime
 import itertools
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
-from e2e import example_cas
+from e2e import example_cas, snapshots
 from e2e.emulation import Example
-from fleetgate.inference_cluster.composer import compose
-from tests.support import request, run
+from tests.support import run_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "inference-cluster"
-WALK = sorted(EXAMPLES.glob("walk-*"), key=lambda p: int(p.name.split("-")[1]))
-
-
-def load(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    example = Example(folder)
-    return example.xr, {"gateways": example.required}, example.observed
+WALK = [EXAMPLES / name for name in snapshots.CLUSTER_WALK]
 
 
 def test_the_walk_has_every_pass() -> None:
@@ -34,9 +27,8 @@ def test_the_walk_has_every_pass() -> None:
     ("before", "after"), list(itertools.pairwise(WALK)), ids=[p.name for p in WALK[1:]]
 )
 def test_each_pass_observes_what_the_previous_one_composed(before: Path, after: Path) -> None:
-    xr, required, observed = load(before)
-    out = run(compose, request(xr, required=required, observed=observed))
-    _, _, next_observed = load(after)
+    out = run_example(Example(before))
+    next_observed = Example(after).observed
     assert set(next_observed) == set(out.desired)
     for name, obj in next_observed.items():
         want = out.desired[name]
@@ -74,8 +66,7 @@ def test_reissued_cas_replace_the_old_ones_everywhere(tmp_path: Path) -> None:
             assert new.subject == old.subject
             assert new.not_valid_after_utc > old.not_valid_after_utc + century / 2
     # The walk still holds: what pass 8 composed is what pass 9 observes.
-    xr, required, observed = load(copy / "walk-8-gateway")
-    out = run(compose, request(xr, required=required, observed=observed))
-    _, _, next_observed = load(copy / "walk-9-schedulable")
+    out = run_example(Example(copy / "walk-8-gateway"))
+    next_observed = Example(copy / "walk-9-schedulable").observed
     for name, obj in next_observed.items():
         assert obj["spec"] == out.desired[name]["spec"], name

@@ -21,8 +21,7 @@ import pytest
 from e2e import functions, render, snapshots, validate
 from e2e.emulation import Example
 from e2e.snapshots import whole
-from fleetgate.model_deployment.composer import compose
-from tests.support import Outcome, request, run
+from tests.support import Outcome, run_example
 from tests.unit.test_model_deployment import observe
 from tests.unit.test_model_deployment_renderers import dynamo_schema
 from tests.unit.test_model_deployment_selection import CATALOG_CRD
@@ -38,14 +37,8 @@ def example(folder: Path) -> Example:
 
 
 def reconcile(folder: Path) -> Outcome:
-    """One pass of the folder's XR; the function requires every cluster and every deployment."""
-    found = example(folder)
-    available = found.required
-    required = {
-        "clusters": [d for d in available if d["kind"] == "InferenceCluster"],
-        "deployments": [d for d in available if d["kind"] == "ModelDeployment"],
-    }
-    return run(compose, request(found.xr, required=required, observed=found.observed))
+    """One pass of the folder's XR, requirements resolved from its required.yaml."""
+    return run_example(example(folder))
 
 
 PASSES = [

@@ -14,48 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import snapshots
 from e2e.emulation import Example
-from fleetgate.model_service.composer import compose
-from tests.support import Outcome, request, run
+from tests.support import Outcome, run_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-service"
-# Crossplane calls a function at most this many times while requirements settle.
-MAX_ITERATIONS = 5
-
-Doc = dict[str, Any]
-
-
-def matches(selector: fnv1.ResourceSelector, doc: Doc) -> bool:
-    meta = doc.get("metadata") or {}
-    if (doc.get("apiVersion"), doc.get("kind")) != (selector.api_version, selector.kind):
-        return False
-    if selector.namespace and meta.get("namespace") != selector.namespace:
-        return False
-    match = selector.WhichOneof("match")
-    if match == "match_name":
-        return bool(meta.get("name") == selector.match_name)
-    labels = meta.get("labels") or {}
-    wanted = dict(selector.match_labels.labels)
-    return match == "match_labels" and all(labels.get(k) == v for k, v in wanted.items())
 
 
 def render(folder: Path) -> Outcome:
     """One reconcile of the folder's XR, requirements resolved from its required.yaml."""
-    example = Example(folder)
-    xr, available, observed = example.xr, example.required, example.observed
-    required: dict[str, list[Doc]] = {}
-    for _ in range(MAX_ITERATIONS):
-        out = run(compose, request(xr, required=required, observed=observed))
-        wanted = {
-            key: [d for d in available if matches(sel, d)] for key, sel in out.requirements.items()
-        }
-        if wanted == required:
-            return out
-        required = wanted
-    raise AssertionError(f"requirements of {folder.name} did not settle")
+    return run_example(Example(folder))
 
 
 def as_composed(obj: dict[str, Any]) -> dict[str, Any]:
