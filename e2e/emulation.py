@@ -127,7 +127,7 @@ class World:
         meta.setdefault("name", self._generated_name(desired))
         if observed["kind"] == "Object" and "forProvider" in observed.get("spec", {}):
             pc = observed["spec"].get("providerConfigRef", {}).get("name", "")
-            manifest = self._remote(observed["spec"]["forProvider"]["manifest"], pc, bundles)
+            manifest = self.remote(observed["spec"]["forProvider"]["manifest"], pc, bundles)
             return applied(observed, remote=manifest, **SIMULATED)
         if observed["kind"] not in KIND_ORDER:
             return applied(observed, **SIMULATED)
@@ -139,7 +139,8 @@ class World:
         suffix = hashlib.sha256(str(anno.get(COMPOSITION_RESOURCE_NAME, "")).encode()).hexdigest()
         return base + suffix[:5]
 
-    def _remote(self, manifest: Obj, provider_config: str, bundles: set[tuple[str, str]]) -> Obj:
+    def remote(self, manifest: Obj, provider_config: str, bundles: set[tuple[str, str]]) -> Obj:
+        """A remote object as its cluster's controllers leave it."""
         remote = copy.deepcopy(manifest)
         kind = remote.get("kind")
         name = (remote.get("metadata") or {}).get("name", "")

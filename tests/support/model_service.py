@@ -235,6 +235,9 @@ def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
 
 # --- Crossplane's echo ---------------------------------------------------------------
 
+# The clusters' controllers, as the walk plays them.
+CONTROLLERS = emulation.World(load_balancers={})
+
 
 def as_observed(
     out: Outcome, *, accepted: bool = True, refusal: str = "", unresolved: str = ""
@@ -263,31 +266,19 @@ def as_observed(
             obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(remote)}
         elif remote["kind"] == "HTTPRoute":
             remote["spec"] = {"parentRefs": [{"name": "gw"}]}
-            resolved = {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs"}
+            remote = CONTROLLERS.remote(remote, "", set())
             if unresolved:
-                resolved = {
-                    "type": "ResolvedRefs",
-                    "status": "False",
-                    "reason": "InvalidKind",
-                    "message": unresolved,
-                }
-            parent_conditions = [{"type": "Accepted", "status": "True", "reason": "Accepted"}]
-            remote["status"] = {
-                "parents": [
-                    {"parentRef": {"name": "gw"}, "conditions": [*parent_conditions, resolved]}
-                ]
-            }
-        elif remote["kind"] == "EnvoyPatchPolicy":
-            remote["status"] = {
-                "ancestors": [
+                parent = remote["status"]["parents"][0]
+                parent["conditions"] = [
+                    c for c in parent["conditions"] if c["type"] != "ResolvedRefs"
+                ] + [
                     {
-                        "ancestorRef": {"name": "gw"},
-                        "conditions": [
-                            {"type": "Accepted", "status": "True", "reason": "Accepted"}
-                        ],
+                        "type": "ResolvedRefs",
+                        "status": "False",
+                        "reason": "InvalidKind",
+                        "message": unresolved,
                     }
                 ]
-            }
         elif remote["kind"] == "AIGatewayRoute" and not accepted:
             remote["status"] = {
                 "conditions": [
@@ -299,11 +290,12 @@ def as_observed(
                     }
                 ]
             }
-        else:
-            status = "True" if accepted else "False"
+        elif not accepted and remote["kind"] != "EnvoyPatchPolicy":
             remote["status"] = {
-                "conditions": [{"type": "Accepted", "status": status, "reason": "Accepted"}]
+                "conditions": [{"type": "Accepted", "status": "False", "reason": "Accepted"}]
             }
+        else:  # what Envoy Gateway and Envoy AI Gateway report for what they accepted
+            remote = CONTROLLERS.remote(remote, "", set())
         ready = accepted or remote["kind"] == "Secret"
         obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
         observed[key] = emulation.applied(obj, remote=remote, ready=ready, reason="Available")
