@@ -241,6 +241,9 @@ def available(workload: Workload) -> list[Obj]:
 
 # --- observed state, as the API server and the controllers leave it -------------
 
+# The clusters' controllers, as the walk plays them.
+CONTROLLERS = emulation.World(load_balancers={})
+
 
 def _uid(seed: str) -> str:
     raw = digest(seed, 32)
@@ -255,10 +258,6 @@ def _server_metadata(meta: Obj, seed: str) -> Obj:
         "generation": 1,
         "creationTimestamp": TIMESTAMP,
     }
-
-
-def _condition(type_: str, reason: str = "Available") -> Obj:
-    return {"type": type_, "status": "True", "reason": reason, "lastTransitionTime": TIMESTAMP}
 
 
 def observe(owner: Obj, key: str, desired: Obj, status: Obj | None = None) -> Obj:
@@ -299,24 +298,8 @@ def observe(owner: Obj, key: str, desired: Obj, status: Obj | None = None) -> Ob
         remote_meta = _server_metadata(manifest["metadata"], f"remote/{owner_meta['name']}/{key}")
         remote_meta["annotations"] = {LAST_APPLIED: json.dumps(manifest, sort_keys=True)}
         remote = {**manifest, "metadata": remote_meta}
-        if manifest["kind"] == "HTTPRoute":
-            # Envoy Gateway reports per parent on the route AI Gateway generated.
-            parent = {
-                "parentRef": {"name": "gateway"},
-                "conditions": [
-                    _condition("Accepted", "Accepted"),
-                    _condition("ResolvedRefs", "ResolvedRefs"),
-                ],
-            }
-            remote["status"] = {"parents": [parent]}
-        elif manifest["kind"] == "EnvoyPatchPolicy":
-            ancestor = {
-                "ancestorRef": {"name": "gateway"},
-                "conditions": [_condition("Accepted", "Accepted")],
-            }
-            remote["status"] = {"ancestors": [ancestor]}
-        elif manifest["kind"] != "Secret":
-            remote["status"] = {"conditions": [_condition("Accepted", "Accepted")]}
+        # What Envoy Gateway and Envoy AI Gateway report for what they accepted.
+        remote = CONTROLLERS.remote(remote, "", set())
         observed["metadata"]["finalizers"] = ["finalizer.managedresource.crossplane.io"]
         observed["spec"] = {
             **desired["spec"],
