@@ -14,10 +14,11 @@ import yaml
 
 from e2e import validate
 from fleetgate.core.models import ModelDeploymentSpec
+from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules
 from fleetgate.model_deployment.catalog import BUNDLED, BUNDLED_DATA, ProviderCatalog
 from fleetgate.model_deployment.composer import compose
-from fleetgate.model_deployment.selection import Choice, Unchosen, choose
+from fleetgate.model_deployment.selection import Choice, choose
 from fleetgate.model_deployment.state import DeploymentStatus
 from tests.support import Outcome, request, run
 from tests.unit.test_model_deployment import ARGS, cluster, deployment, remote
@@ -47,7 +48,7 @@ def spec(
 
 
 # name, GPUs, engine (None: unset), mode, installed, named provider,
-# want: (engine, provider) or (Unchosen reason, a fragment of its message)
+# want: (engine, provider) or (the Verdict reason, a fragment of its message)
 OUTCOMES: list[tuple[str, int, str | None, str, frozenset[str], str | None, tuple[str, str]]] = [
     ("CPU, engine unset: llama.cpp on KAITO", 0, None, AGG, ALL, None, ("llamacpp", "KAITO")),
     ("CPU, llama.cpp: KAITO", 0, "llamacpp", AGG, ALL, None, ("llamacpp", "KAITO")),
@@ -122,7 +123,7 @@ def test_reasons_say_which_rule_and_what_else_matched() -> None:
 
 def test_a_no_candidate_reason_lists_every_provider() -> None:
     outcome = choose(spec(1, "vllm"), DeploymentStatus(), BUNDLED, frozenset({"KubeRay"})).outcome
-    assert isinstance(outcome, Unchosen)
+    assert isinstance(outcome, Verdict)
     for why in (
         "Direct: has no selection rules",
         "Dynamo: not installed on a candidate cluster",

@@ -14,7 +14,7 @@ plumbing, and so that the rules every function must follow live in one place:
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
@@ -23,8 +23,8 @@ from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
 from fleetgate.core.observed import Observed
 from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
+from fleetgate.core.verdict import Status, Verdict
 
-Status = Literal["True", "False", "Unknown"]
 MESSAGE_MAX = 1024
 
 
@@ -302,6 +302,12 @@ class Reconcile:
         if message:
             cond.message = bounded(message)
         self.rsp.conditions.append(cond)
+
+    def report(self, type_: str, verdict: Verdict) -> None:
+        """Condition ``type_`` as ``verdict`` says, and a warning beside it when it asks."""
+        self.condition(type_, verdict.status, verdict.reason, verdict.message)
+        if verdict.warn:
+            self.warning(verdict.message, verdict.reason)
 
     def warning(self, message: str, reason: str | None = None) -> None:
         self._result(fnv1.SEVERITY_WARNING, message, reason)

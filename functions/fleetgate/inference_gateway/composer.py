@@ -21,8 +21,9 @@ from fleetgate.core.observed import configmap_value, dig
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.secrets import secret_patch
+from fleetgate.core.verdict import Verdict
 from fleetgate.inference_gateway import builders, inputs, naming, resolution
-from fleetgate.inference_gateway.inputs import Blocked, CallerKeys, FrontDoor, Target
+from fleetgate.inference_gateway.inputs import CallerKeys, FrontDoor, Target
 from fleetgate.inference_gateway.naming import GatewayNames
 from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
 from fleetgate.inference_gateway.status import gateway_address, gateway_ready
@@ -38,13 +39,13 @@ def compose(rec: Reconcile) -> None:
     front_door = inputs.front_door(rec, gateway)
     clusters = inputs.clusters(rec)
     peers = inputs.peers(rec)
-    if isinstance(target, Blocked):
+    if isinstance(target, Verdict):
         _hold(rec, target)
         _report(rec, gateway, names, target)
         return
     on = OnCluster(rec, names, target)
     on.client_pki()
-    if isinstance(front_door, Blocked):
+    if isinstance(front_door, Verdict):
         _hold(rec, front_door, *naming.FRONT_DOOR)
     else:
         on.front_door(gateway, front_door)
@@ -55,7 +56,7 @@ def compose(rec: Reconcile) -> None:
         rec.set_waiting(True)
     on.cluster_cas(reachable)
     on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
-    if isinstance(front_door, Blocked):
+    if isinstance(front_door, Verdict):
         _report(rec, gateway, names, front_door)
     else:
         _report(rec, gateway, names, None, front_door.callers)
@@ -87,7 +88,7 @@ def _report_mutual_tls(rec: Reconcile, reachable: list[PublishedCluster] | None)
     )
 
 
-def _hold(rec: Reconcile, blocked: Blocked, *prefixes: str) -> None:
+def _hold(rec: Reconcile, blocked: Verdict, *prefixes: str) -> None:
     """A gate is closed: keep what the gated part composed before, and say what is missing."""
     rec.keep_all(*prefixes)
     rec.warning(f"gateway not (fully) served: {blocked.message}", blocked.reason)
@@ -246,7 +247,7 @@ def _report(
     rec: Reconcile,
     gateway: InferenceGateway,
     names: GatewayNames,
-    blocked: Blocked | None,
+    blocked: Verdict | None,
     callers: CallerKeys | None = None,
 ) -> None:
     """Status from what Crossplane observed, and GatewayReady saying what is still missing."""
@@ -273,7 +274,5 @@ def _report(
         where=f"Gateway {names.gateway} on InferenceCluster {spec.cluster_name}",
         callers=callers,
     )
-    rec.condition(CONDITION, ready.status, ready.reason, ready.message)
+    rec.report(CONDITION, ready)
     rec.allow_ready(ready.status == "True")
-    if ready.warn:
-        rec.warning(ready.message, ready.reason)

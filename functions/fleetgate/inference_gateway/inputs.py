@@ -12,6 +12,7 @@ from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
 from fleetgate.core.reconcile import Reconcile, Selector
+from fleetgate.core.verdict import Verdict
 from fleetgate.inference_gateway.resolution import Peer
 
 CLUSTER: Final = "cluster"
@@ -23,14 +24,6 @@ TLS_CERT_KEYS: Final = ("tls.crt", "tls.key")
 
 def tls_requirement(secret: str) -> str:
     return f"tls-secret-{secret}"
-
-
-@dataclass(frozen=True)
-class Blocked:
-    """A gate not yet passed: the GatewayReady reason and what a person should do."""
-
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -58,35 +51,35 @@ class FrontDoor:
     tls: list[str] | None  # None: no spec.tls
 
 
-def front_door(rec: Reconcile, gateway: InferenceGateway) -> FrontDoor | Blocked:
+def front_door(rec: Reconcile, gateway: InferenceGateway) -> FrontDoor | Verdict:
     """Both inputs of the front door, or the first gate not passed (callers, then TLS)."""
     callers = caller_keys(rec, gateway)
     tls = tls_secrets(rec, gateway)
-    if isinstance(callers, Blocked):
+    if isinstance(callers, Verdict):
         return callers
-    if isinstance(tls, Blocked):
+    if isinstance(tls, Verdict):
         return tls
     return FrontDoor(callers, tls)
 
 
-def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Blocked:
+def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Verdict:
     name = gateway.spec.cluster_name
     clusters = rec.require_all(
         CLUSTER, Selector(API_VERSION, "InferenceCluster", name=name), InferenceCluster
     )
     if clusters is None:
-        return Blocked(
+        return Verdict.no(
             "WaitingForCluster", f"waiting for Crossplane to look up InferenceCluster {name}"
         )
     if not clusters:
-        return Blocked(
+        return Verdict.no(
             "ClusterNotFound",
             f"InferenceCluster {name} (spec.clusterName) does not exist: create it or name another",
         )
     cluster = clusters[0]
     provider_config = cluster.status.provider_config_ref.name
     if not provider_config:
-        return Blocked(
+        return Verdict.no(
             "ClusterNotRegistered",
             f"InferenceCluster {name} has not published status.providerConfigRef yet: "
             "it is still being registered (check its conditions)",
@@ -94,7 +87,7 @@ def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Blocked:
     return Target(name, provider_config, cluster.spec.gateway.class_name)
 
 
-def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Blocked | None:
+def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Verdict | None:
     """The caller keys ``spec.auth`` selects; None without auth.
 
     A selector that matches no key is refused rather than composed: a
@@ -113,7 +106,7 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Block
     )
     selector = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
     if secrets is None:
-        return Blocked(
+        return Verdict.no(
             "WaitingForCallerKeys",
             f"waiting for Crossplane to look up caller-key Secrets ({selector})",
         )
@@ -126,7 +119,7 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Block
             else:
                 sources[key] = secret.name
     if not sources:
-        return Blocked(
+        return Verdict.no(
             "NoCallerKeys",
             f"spec.auth.secretSelector ({selector}) matches no Secret in {SYSTEM_NAMESPACE} "
             "holding a key: no caller could authenticate, so the gateway is not served; "
@@ -135,7 +128,7 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Block
     return CallerKeys(dict(sorted(sources.items())), sorted(shadowed))
 
 
-def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Blocked | None:
+def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Verdict | None:
     """The TLS Secrets ``spec.tls`` names, once each exists with a certificate and key."""
     if gateway.spec.tls is None:
         return None
@@ -155,18 +148,18 @@ def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Blocke
             invalid.append(ref)
     where = f"in {SYSTEM_NAMESPACE}"
     if missing:
-        return Blocked(
+        return Verdict.no(
             "TLSSecretMissing",
             f"TLS Secret(s) {', '.join(missing)} {where} (spec.tls.certificateRefs) do not exist",
         )
     if invalid:
-        return Blocked(
+        return Verdict.no(
             "TLSSecretInvalid",
             f"TLS Secret(s) {', '.join(invalid)} {where} lack {' or '.join(TLS_CERT_KEYS)}: "
             "a kubernetes.io/tls Secret is expected",
         )
     if waiting:
-        return Blocked(
+        return Verdict.no(
             "WaitingForTLSSecret",
             f"waiting for Crossplane to look up TLS Secret(s) {', '.join(waiting)}",
         )

@@ -1,12 +1,11 @@
 """Reading the gateway's state back from what Crossplane observed on its cluster."""
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.observed import Observed
-from fleetgate.core.reconcile import Status
-from fleetgate.inference_gateway.inputs import Blocked, CallerKeys
+from fleetgate.core.verdict import Verdict
+from fleetgate.inference_gateway.inputs import CallerKeys
 
 CALLER_AUTH_HINT = (
     "Envoy Gateway rejects the whole policy when two caller keys share a value, "
@@ -17,14 +16,6 @@ CALLER_AUTH_HINT = (
 # :1148). It then refuses the whole policy and answers every route the policy
 # covers with 500 (:1055-1063); /healthz has its own policy and still answers.
 DUPLICATED_KEY: Final = "duplicated API key"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    status: Status
-    reason: str
-    message: str
-    warn: bool = False  # also a warning result: something a person must fix
 
 
 def gateway_address(gateway: Observed) -> str | None:
@@ -47,7 +38,7 @@ def _condition(obj: Observed, type_: str) -> dict[str, Any]:
 
 def gateway_ready(
     *,
-    blocked: Blocked | None,
+    blocked: Verdict | None,
     gateway: Observed,
     caller_auth: Observed,
     auth: bool,
@@ -61,7 +52,7 @@ def gateway_ready(
     caller policy, with their Secrets) lets a refusal say where to look.
     """
     if blocked is not None:
-        return Verdict("False", blocked.reason, blocked.message)
+        return blocked
     if not gateway.has_condition("Programmed"):
         programmed = _condition(gateway, "Programmed")
         detail = (

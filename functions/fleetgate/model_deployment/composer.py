@@ -38,6 +38,7 @@ from fleetgate.core.models import InferenceCluster, ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import Observed
 from fleetgate.core.reconcile import Reconcile, Selector, dump
+from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import (
     catalog,
     endpoints,
@@ -51,7 +52,7 @@ from fleetgate.model_deployment import (
 )
 from fleetgate.model_deployment.providers import PROVIDERS
 from fleetgate.model_deployment.providers.base import Provider, RemotePart, Workload
-from fleetgate.model_deployment.selection import Choice, Unchosen, choose
+from fleetgate.model_deployment.selection import Choice, choose
 from fleetgate.model_deployment.state import DeploymentStatus, gpus_used_by_peers, own_status
 
 CLUSTERS = "clusters"
@@ -61,7 +62,7 @@ REPLICAS_READY = "ReplicasReady"
 INCOMPATIBLE = "IncompatibleUpstream"
 ROUTE_PART = "route"
 ENDPOINT_PART = "endpoint"
-WAITING = Unchosen(
+WAITING = Verdict.no(
     "WaitingForClusters", "waiting for Crossplane to look up InferenceClusters and ModelDeployments"
 )
 
@@ -98,13 +99,13 @@ def compose(rec: Reconcile) -> None:
     for problem in selection.rule_errors:
         rec.warning(problem, "SelectionRuleError")
     choice = selection.outcome
-    if isinstance(choice, Unchosen):
+    if isinstance(choice, Verdict):
         _hold(rec, md, previous, choice)
         return
     provider = PROVIDERS[choice.provider]
 
     shape = _workload(rec, md, choice, provider)
-    if isinstance(shape, Unchosen):
+    if isinstance(shape, Verdict):
         _hold(rec, md, previous, shape)
         return
     rec.set_status(
@@ -158,7 +159,7 @@ def _fleet(
 
 def _workload(
     rec: Reconcile, md: ModelDeployment, choice: Choice, provider: Provider
-) -> Workload | Unchosen:
+) -> Workload | Verdict:
     """The deployment as the provider will run it (replicas: the fleet's), or why it cannot."""
     decoded = overrides.check(
         md.spec.provider.overrides,
@@ -168,7 +169,7 @@ def _workload(
         provider.sizing_paths,
     )
     if isinstance(decoded, list):
-        return Unchosen("OverrideRejected", overrides.summary(decoded))
+        return Verdict.no("OverrideRejected", overrides.summary(decoded))
     if not provider.starts_engine:
         for warning in engine.served_name_warnings(md.spec.engine):
             rec.warning(warning, "ServedModelName")
@@ -189,7 +190,7 @@ def _workload(
     )
     unfit = provider.check(shape)
     if unfit is not None:
-        return Unchosen("ProviderCannotServe", f"provider {provider.name} {unfit}")
+        return Verdict.no("ProviderCannotServe", f"provider {provider.name} {unfit}")
     return shape
 
 
@@ -231,33 +232,57 @@ def _compose_cluster(
     replicas: int,
 ) -> Placed:
     """The workload and route on ``cluster``; its ModelEndpoint once they serve."""
-    namespace, name = _identity(md)
     cluster_name = cluster.metadata.name
-    workload = provider.for_cluster(replace(shape, replicas=replicas), cluster)
-    rendered = provider.render(workload)
-    route = routing.http_route(
-        workload, namespace=namespace, name=name, backend=rendered.backend_ref
-    )
-    parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
+    parts, notes = _parts(md, cluster, provider, shape, replicas)
     observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
     ready = min(provider.ready_replicas(observed, replicas), replicas)
-    endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
     refused = _refused(cluster_name, parts, observed)
+    endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
+    placed = Placed(cluster_name, replicas, ready, (), False, refused, notes)
 
     provider_config = cluster.status.provider_config_ref.name
     if not provider_config:
         # Transient (the cluster's status is being rewritten): what runs stays.
         kept = _keep_cluster(rec, cluster_name)
-        return Placed(
-            cluster_name,
-            replicas,
-            ready,
-            ("the cluster's providerConfigRef",),
-            endpoint_key in kept and rec.observed(endpoint_key).ready,
-            refused,
-            rendered.notes,
+        return replace(
+            placed,
+            waiting=("the cluster's providerConfigRef",),
+            endpoint_ready=endpoint_key in kept and rec.observed(endpoint_key).ready,
         )
+    _compose_workload(rec, cluster_name, parts, observed, provider_config)
+    waiting = _endpoint_waits_for(rec, parts, observed, view, endpoint_key)
+    hostname = cluster.status.gateway.hostname
+    if waiting or not hostname:
+        return replace(placed, waiting=tuple(waiting))
+    return replace(placed, endpoint_ready=_compose_endpoint(rec, md, cluster, hostname))
 
+
+def _parts(
+    md: ModelDeployment,
+    cluster: InferenceCluster,
+    provider: Provider,
+    shape: Workload,
+    replicas: int,
+) -> tuple[tuple[RemotePart, ...], tuple[str, ...]]:
+    """What runs on ``cluster``: the provider's objects and the route to them; and the
+    provider's notes on how it took the spec."""
+    namespace, name = _identity(md)
+    workload = provider.for_cluster(replace(shape, replicas=replicas), cluster)
+    rendered = provider.render(workload)
+    route = routing.http_route(
+        workload, namespace=namespace, name=name, backend=rendered.backend_ref
+    )
+    return (*rendered.parts, RemotePart(ROUTE_PART, route)), rendered.notes
+
+
+def _compose_workload(
+    rec: Reconcile,
+    cluster: str,
+    parts: tuple[RemotePart, ...],
+    observed: dict[str, Observed],
+    provider_config: str,
+) -> None:
+    """Each part as an Object on the cluster, marked ready as it was observed."""
     for part in parts:
         obj = remote_object(
             manifest=part.manifest,
@@ -267,7 +292,17 @@ def _compose_cluster(
             # turning ready publishes its endpoint without waiting for a poll.
             watch=None,
         )
-        rec.compose(naming.resource(cluster_name, part.part), obj, ready=observed[part.part].ready)
+        rec.compose(naming.resource(cluster, part.part), obj, ready=observed[part.part].ready)
+
+
+def _endpoint_waits_for(
+    rec: Reconcile,
+    parts: tuple[RemotePart, ...],
+    observed: dict[str, Observed],
+    view: placement.ClusterView,
+    endpoint_key: str,
+) -> list[str]:
+    """What keeps the cluster's ModelEndpoint back; empty when it may be published."""
     published = rec.observed(endpoint_key).exists
     waiting = (
         [p.part for p in parts if not _still_ready(observed[p.part], published)]
@@ -277,10 +312,15 @@ def _compose_cluster(
     closed = placement.closed(view)
     if closed is not None:
         waiting.insert(0, f"cluster {closed}")
-    hostname = cluster.status.gateway.hostname
-    if waiting or not hostname:
-        return Placed(cluster_name, replicas, ready, tuple(waiting), False, refused, rendered.notes)
+    return waiting
 
+
+def _compose_endpoint(
+    rec: Reconcile, md: ModelDeployment, cluster: InferenceCluster, hostname: str
+) -> bool:
+    """The cluster's ModelEndpoint on the control plane; whether it is ready."""
+    namespace, name = _identity(md)
+    cluster_name = cluster.metadata.name
     labels = endpoints.endpoint_labels(
         md.spec.template.metadata.labels,
         cluster.spec.placement.metadata.labels,
@@ -295,9 +335,10 @@ def _compose_cluster(
         served_model=engine.served_model_name(namespace, name),
         labels=labels,
     )
-    endpoint_ready = rec.observed(endpoint_key).ready
-    rec.compose(endpoint_key, endpoint, ready=endpoint_ready)
-    return Placed(cluster_name, replicas, ready, (), endpoint_ready, refused, rendered.notes)
+    key = naming.resource(cluster_name, ENDPOINT_PART)
+    ready = rec.observed(key).ready
+    rec.compose(key, endpoint, ready=ready)
+    return ready
 
 
 def _still_ready(observed: Observed, published: bool) -> bool:
@@ -333,7 +374,7 @@ def _keep_cluster(rec: Reconcile, cluster: str) -> set[str]:
     return set(rec.keep_all(naming.resource_prefix(cluster)))
 
 
-def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: Unchosen) -> None:
+def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: Verdict) -> None:
     """Compose nothing new: keep every resource composed before and the status that says so."""
     rec.keep_all()
     # What runs keeps the record of how it was chosen.
@@ -345,7 +386,7 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
         placements=[{"cluster": p.cluster, "replicas": p.replicas} for p in previous.placements],
         replicas={"desired": md.spec.replicas, "ready": previous.replicas.ready},
     )
-    rec.condition(SCHEDULED, "False", why.reason, why.message)
+    rec.report(SCHEDULED, why)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
     rec.allow_ready(False)
     rec.set_waiting(True)
@@ -354,6 +395,7 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
 def _report(
     rec: Reconcile, md: ModelDeployment, plan: placement.Plan, placed: list[Placed]
 ) -> None:
+    """Status, the two conditions, the warnings, and whether the XR may be Ready."""
     desired = md.spec.replicas
     ready = sum(p.ready for p in placed)
     rec.set_status(
@@ -364,66 +406,74 @@ def _report(
         rec.warning(note, "EngineArgs")
     for cluster, replicas, why in plan.released:
         rec.warning(f"{replicas} replica(s) moved off cluster {cluster}: {why}", "Released")
+    rec.report(SCHEDULED, _scheduled(plan, desired))
+    for p in placed:
+        if p.waiting:
+            waits = ", ".join(p.waiting)
+            rec.warning(
+                f"ModelEndpoint for cluster {p.cluster} withheld: waiting for {waits}",
+                "EndpointWithheld",
+            )
+    rec.report(REPLICAS_READY, _replicas_ready(placed, desired))
 
-    spread = ", ".join(f"{c}={n}" for c, n in plan.placements)
-    if plan.unplaced == 0:
-        message = f"{plan.placed} of {desired} replicas placed" + (f": {spread}" if spread else "")
-        rec.condition(SCHEDULED, "True", "AllReplicasPlaced", message)
-    else:
-        why = "; ".join(f"{c}: {w}" for c, w in plan.why_not) or "no InferenceClusters exist"
-        joining = sum(n for _, n in plan.held) == plan.unplaced
-        reason = (
-            "WaitingForJoiningClusters"
-            if joining
-            else "InsufficientCapacity"
-            if plan.candidates
-            else "NoCandidateClusters"
-        )
-        message = (
-            f"{plan.placed} of {desired} replicas placed"
-            + (f" ({spread})" if spread else "")
-            + f"; {plan.unplaced} "
-            + ("wait for clusters joining the fleet" if joining else "could not be placed")
-            + f": {why}"
-        )
-        rec.condition(SCHEDULED, "False", reason, message)
-        rec.warning(message, reason)
-
-    withheld = [p for p in placed if p.waiting]
-    for p in withheld:
-        rec.warning(
-            f"ModelEndpoint for cluster {p.cluster} withheld: waiting for {', '.join(p.waiting)}",
-            "EndpointWithheld",
-        )
-    refused = [r for p in placed for r in p.refused]
-    if refused:
-        # Crossplane owns the XR's Ready condition (the XR is held not ready
-        # below); this condition is the function's and carries the reason.
-        message = "; ".join(refused)
-        rec.condition(REPLICAS_READY, "False", INCOMPATIBLE, message)
-        rec.warning(message, INCOMPATIBLE)
-    elif ready == desired and not withheld:
-        rec.condition(
-            REPLICAS_READY,
-            "True",
-            "AllReplicasReady",
-            f"{ready} of {desired} replicas ready, serving from {len(placed)} cluster(s)",
-        )
-    else:
-        waits = "; ".join(f"{p.cluster}: {', '.join(p.waiting)}" for p in withheld)
-        rec.condition(
-            REPLICAS_READY,
-            "False",
-            "ReplicasNotReady" if placed else "NoReplicasPlaced",
-            f"{ready} of {desired} replicas ready" + (f"; waiting on {waits}" if waits else ""),
-        )
     ready_now = (
-        not refused
-        and plan.unplaced == 0
+        plan.unplaced == 0
         and ready == desired
-        and all(not p.waiting and p.endpoint_ready for p in placed)
+        and all(not p.refused and not p.waiting and p.endpoint_ready for p in placed)
     )
     rec.allow_ready(ready_now)
     # Clusters (Schedulable, hostname, drains) and the peers' GPU use are
     # required resources: seen only when the TTL runs out (see core.pacing).
     rec.set_waiting(not ready_now)
+
+
+def _scheduled(plan: placement.Plan, desired: int) -> Verdict:
+    """Scheduled: every replica placed, or how many are not and why (also a warning)."""
+    spread = ", ".join(f"{c}={n}" for c, n in plan.placements)
+    if plan.unplaced == 0:
+        message = f"{plan.placed} of {desired} replicas placed" + (f": {spread}" if spread else "")
+        return Verdict("True", "AllReplicasPlaced", message)
+    why = "; ".join(f"{c}: {w}" for c, w in plan.why_not) or "no InferenceClusters exist"
+    joining = sum(n for _, n in plan.held) == plan.unplaced
+    reason = (
+        "WaitingForJoiningClusters"
+        if joining
+        else "InsufficientCapacity"
+        if plan.candidates
+        else "NoCandidateClusters"
+    )
+    message = (
+        f"{plan.placed} of {desired} replicas placed"
+        + (f" ({spread})" if spread else "")
+        + f"; {plan.unplaced} "
+        + ("wait for clusters joining the fleet" if joining else "could not be placed")
+        + f": {why}"
+    )
+    return Verdict("False", reason, message, warn=True)
+
+
+def _replicas_ready(placed: list[Placed], desired: int) -> Verdict:
+    """ReplicasReady: every replica ready and published, or what keeps them back.
+
+    A cluster's refusal of a field Fleetgate writes comes first and is also a
+    warning: a person must act. Crossplane owns the XR's Ready condition (held
+    not ready by ``_report``); this condition is the function's and carries
+    the reason.
+    """
+    refused = [r for p in placed for r in p.refused]
+    if refused:
+        return Verdict("False", INCOMPATIBLE, "; ".join(refused), warn=True)
+    ready = sum(p.ready for p in placed)
+    withheld = [p for p in placed if p.waiting]
+    if ready == desired and not withheld:
+        return Verdict(
+            "True",
+            "AllReplicasReady",
+            f"{ready} of {desired} replicas ready, serving from {len(placed)} cluster(s)",
+        )
+    waits = "; ".join(f"{p.cluster}: {', '.join(p.waiting)}" for p in withheld)
+    return Verdict(
+        "False",
+        "ReplicasNotReady" if placed else "NoReplicasPlaced",
+        f"{ready} of {desired} replicas ready" + (f"; waiting on {waits}" if waits else ""),
+    )

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from fleetgate.core.models import EngineType, ModelDeploymentSpec, ServingProvider
 from fleetgate.core.reconcile import bounded
+from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules
 from fleetgate.model_deployment.catalog import ProviderCatalog, ProviderEntry
 from fleetgate.model_deployment.providers.base import ENGINE_PREFERENCE, ServingMode
@@ -41,16 +42,8 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class Unchosen:
-    """No runnable choice: the Scheduled condition's reason and message."""
-
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class Selection:
-    outcome: Choice | Unchosen
+    outcome: Choice | Verdict
     rule_errors: tuple[str, ...] = ()  # rules skipped because they could not be evaluated
 
 
@@ -86,7 +79,7 @@ def _excluded(why: dict[str, str]) -> str:
 
 def choose_engine(
     pool: list[ProviderEntry], need: Need, catalog: ProviderCatalog, *, named: bool = False
-) -> tuple[EngineType, str] | Unchosen:
+) -> tuple[EngineType, str] | Verdict:
     """The preferred engine some provider of ``pool`` runs for ``need``.
 
     ``pool`` is the named provider, or the providers selection may pick; the
@@ -111,7 +104,7 @@ def choose_engine(
             why[entry.name] = EXPLICIT_ONLY if not entry.selection_rules else NOT_INSTALLED
         else:
             why[entry.name] = f"runs no engine on {need.hardware} in {need.mode} mode"
-    return Unchosen(
+    return Verdict.no(
         "NoEngineAvailable",
         f"spec.engine.type is unset and no candidate provider runs an engine on "
         f"{need.hardware} in {need.mode} mode: {_excluded(why)}",
@@ -124,7 +117,7 @@ def choose_provider(
     need: Need,
     catalog: ProviderCatalog,
     installed: frozenset[str],
-) -> tuple[tuple[ServingProvider, str] | Unchosen, list[str]]:
+) -> tuple[tuple[ServingProvider, str] | Verdict, list[str]]:
     """The winning provider by the catalog's rules, and the rules that could not be evaluated."""
     view = rules.spec_view(spec, engine)
     scores: dict[ServingProvider, tuple[int, str]] = {}
@@ -151,7 +144,7 @@ def choose_provider(
             else:
                 scores[entry.name] = best
     if not scores:
-        return Unchosen(
+        return Verdict.no(
             "NoCandidateProvider",
             f"spec.provider.name is unset and no provider can be selected for {engine} on "
             f"{need.hardware} in {need.mode} mode: {_excluded(why)}",
@@ -184,14 +177,14 @@ def choose(
         named = catalog.entry(provider[0])
         if named is None:
             return Selection(
-                Unchosen(
+                Verdict.no(
                     "ProviderNotOffered",
                     f"provider {provider[0]} is not in the Composition's provider catalog "
                     f"(offered: {', '.join(catalog.names)})",
                 )
             )
 
-    engine: tuple[EngineType, str] | Unchosen | None = _sticky(
+    engine: tuple[EngineType, str] | Verdict | None = _sticky(
         spec.engine.type, "spec.engine.type", previous.engine.type, previous.engine.selected_reason
     )
     if engine is None:
@@ -201,16 +194,16 @@ def choose(
             else [p for p in catalog.providers if p.selection_rules and p.name in installed]
         )
         engine = choose_engine(pool, need, catalog, named=named is not None)
-    if isinstance(engine, Unchosen):
+    if isinstance(engine, Verdict):
         return Selection(engine)
 
     if named is not None and provider is not None:
         refused = named.capability.refuses(engine[0], need.gpus, need.mode)
         if refused is not None:
-            return Selection(Unchosen("ProviderCannotServe", f"provider {named.name} {refused}"))
+            return Selection(Verdict.no("ProviderCannotServe", f"provider {named.name} {refused}"))
         return Selection(Choice(engine[0], engine[1], provider[0], provider[1]))
 
     chosen, errors = choose_provider(spec, engine[0], need, catalog, installed)
-    if isinstance(chosen, Unchosen):
+    if isinstance(chosen, Verdict):
         return Selection(chosen, tuple(errors))
     return Selection(Choice(engine[0], engine[1], chosen[0], chosen[1]), tuple(errors))
