@@ -1,7 +1,7 @@
 """Crossplane, its API server and the workload clusters' controllers, played once for everyone.
 
 Every offline consumer (the unit, hardening and gRPC tests, the benchmarks,
-the render walk and the e2e drivers) needs the same three things, and takes
+the render walk and the e2e drivers) needs the same things, and takes
 them from here so that they cannot drift apart:
 
 * the function registry: each XR kind with the function its Composition's
@@ -9,10 +9,15 @@ them from here so that they cannot drift apart:
   Composition, read from ``apis/``, ``compositions/`` and ``pyproject.toml``;
 * the examples: ``examples/**/xr.yaml`` folders with their required and
   observed resources and what they expect;
+* Crossplane's side of a call: requirements resolved from what the control
+  plane holds (``reconcile``, ``reconcile_example``) and the status it writes
+  to an XR from the answer (``xr_status``, ``xr_ready``);
 * observation: a composed resource as Crossplane hands it back on the next
-  pass once the controllers acted (``World.realise``: Ready, Gateway
-  addresses, trust-manager ConfigMaps holding real PEM certificates, each
-  remote controller's status), and Secrets as the API server stores them.
+  pass once the controllers acted (``applied``; ``World.realise``: Ready,
+  Gateway addresses, trust-manager ConfigMaps holding real PEM certificates,
+  each remote controller's status; ``observe``: readiness derived from each
+  Object's policy, as provider-kubernetes does), and Secrets as the API
+  server stores them.
 """
 
 import base64
@@ -56,6 +61,9 @@ KIND_ORDER = [
     "ModelService",
     "ModelRoute",  # composed by a ModelService, one per serving gateway
 ]
+
+
+# --- the API server and the workload clusters' controllers ---------------------------
 
 
 def as_stored(secret: Obj) -> Obj:
