@@ -276,3 +276,16 @@ def wait_for(what: str, check: Any, timeout: float, interval: float = 1.0) -> An
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}: {last or 'no'}")
         time.sleep(interval)
+
+
+def controller_ref(owner: Obj) -> Obj:
+    """A controller owner reference to ``owner``, as metav1.NewControllerRef makes it:
+    the garbage collector deletes the owned object with its owner."""
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }

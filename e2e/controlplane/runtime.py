@@ -49,7 +49,7 @@ from pathlib import Path
 from e2e import pki
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
-from e2e.controlplane.kube import ApiError, Obj, is_true
+from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
 from e2e.controlplane.processes import Process, Supervisor
 from e2e.functions import console_script, free_port
 
@@ -177,16 +177,6 @@ class PackageRuntime:
 
     # --- pieces ------------------------------------------------------------------
 
-    def _owner(self, rev: Obj) -> Obj:
-        return {
-            "apiVersion": rev["apiVersion"],
-            "kind": rev["kind"],
-            "name": rev["metadata"]["name"],
-            "uid": rev["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-
     def _tls_secret(self, rev: Obj, secret_name: str, server: bool) -> Path:
         root = self.cp.admin.get("v1", "Secret", "crossplane-root-ca", NAMESPACE)
         if not root or not root.get("data"):
@@ -211,7 +201,7 @@ class PackageRuntime:
                 "metadata": {
                     "name": secret_name,
                     "namespace": NAMESPACE,
-                    "ownerReferences": [self._owner(rev)],
+                    "ownerReferences": [controller_ref(rev)],
                 },
                 "type": "kubernetes.io/tls",
                 "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
@@ -228,7 +218,7 @@ class PackageRuntime:
     def _service_account_and_deployment(self, rev: Obj) -> None:
         name = rev["metadata"]["name"]
         labels = {"pkg.crossplane.io/revision": name}
-        owner = [self._owner(rev)]
+        owner = [controller_ref(rev)]
         self.cp.admin.apply(
             {
                 "apiVersion": "v1",

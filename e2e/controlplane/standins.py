@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import ApiError, Obj, is_true
+from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
 from e2e.fleet import World, patch_applied, without_times
 
 INTERVAL_S = 1.0
@@ -187,16 +187,7 @@ class Controllers:
                 "metadata": {
                     "name": spec["secretName"],
                     "namespace": ns,
-                    "ownerReferences": [
-                        {
-                            "apiVersion": CERT_MANAGER,
-                            "kind": "Certificate",
-                            "name": obj["metadata"]["name"],
-                            "uid": obj["metadata"]["uid"],
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
+                    "ownerReferences": [controller_ref(obj)],
                     "annotations": {
                         "cert-manager.io/certificate-name": obj["metadata"]["name"],
                         "cert-manager.io/common-name": cn,
@@ -320,16 +311,8 @@ class Controllers:
             generated = translate.ai_gateway_route(obj, backends)
         except LookupError as err:
             return self._keep(obj, [_ai_gateway_cond(False, str(err))])
-        owner = {
-            "apiVersion": AIGW,
-            "kind": "AIGatewayRoute",
-            "name": obj["metadata"]["name"],
-            "uid": obj["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
         for made in generated:
-            made["metadata"]["ownerReferences"] = [owner]
+            made["metadata"]["ownerReferences"] = [controller_ref(obj)]
             kube.apply(made, manager="envoy-ai-gateway-controller")
         return self._keep(obj, [_ai_gateway_cond(True, "AI Gateway Route reconciled successfully")])
 
