@@ -98,9 +98,10 @@ PROVIDER_KUBERNETES := $(BIN)/provider-kubernetes-$(PK_VERSION)/provider
 REGISTRY := $(BIN)/registry-$(REGISTRY_VERSION)/registry
 TRUST_MANAGER := $(BIN)/trust-manager-$(TM_VERSION)/trust-manager
 EGCTL := $(BIN)/egctl-$(EG_VERSION)/egctl
+ENVOY_GATEWAY := $(BIN)/envoy-gateway-$(EG_VERSION)/envoy-gateway
 HELM := $(BIN)/helm-$(HELM_VERSION)/helm
 CONTROLPLANE_BINS := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) $(CROSSPLANE_CORE) \
-	$(PROVIDER_KUBERNETES) $(REGISTRY) $(TRUST_MANAGER) $(HELM)
+	$(PROVIDER_KUBERNETES) $(REGISTRY) $(TRUST_MANAGER) $(HELM) $(ENVOY_GATEWAY)
 GOBUILD := go build -trimpath
 
 .PHONY: controlplane-bins egctl
@@ -135,16 +136,22 @@ $(TRUST_MANAGER): tools/controlplane/trust-manager/go.mod tools/controlplane/tru
 	cd tools/controlplane/trust-manager && $(GOBUILD) -o $(CURDIR)/$@ github.com/cert-manager/trust-manager/cmd/trust-manager
 $(HELM): tools/controlplane/helm/go.mod tools/controlplane/helm/go.sum
 	cd tools/controlplane/helm && $(GOBUILD) -o $(CURDIR)/$@ helm.sh/helm/v3/cmd/helm
+# Both static, as upstream builds them: the controller runs under a root directory of its
+# own (e2e/controlplane/envoygateway.py), and the two share every compiled package.
 $(EGCTL): tools/egctl/go.mod tools/egctl/go.sum
-	cd tools/egctl && $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
+	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
+$(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
+	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/envoy-gateway
 
 ## e2e: the example fleet on a real control plane (etcd, three kube-apiservers with their
 ## controller managers, Crossplane core and RBAC manager, provider-kubernetes, a local OCI
-## registry serving `make packages`), all local processes on loopback; stops everything it started
+## registry serving `make packages`; trust-manager and Envoy Gateway on each workload cluster),
+## all local processes on loopback; stops everything it started
 ## up: the same control plane, left running for your own kubectl; `make down` stops it
 CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) \
 	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(CROSSPLANE_CORE) CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
-	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER)
+	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
+	ENVOY_GATEWAY=$(ENVOY_GATEWAY)
 .PHONY: e2e up down
 e2e: deps controlplane-bins packages
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e

@@ -15,6 +15,7 @@ import yaml
 
 from e2e.controlplane.clusters import binary
 from e2e.controlplane.kube import Obj
+from fleetgate.inference_cluster import stack
 
 REPO = Path(__file__).resolve().parents[2]
 KUBERNETES = ("k8s.io/kubernetes", REPO / "tools" / "controlplane" / "kubernetes")
@@ -35,6 +36,11 @@ def _module(module: str, pinned_by: Path) -> dict[str, Any]:
 def module_dir(module: str, pinned_by: Path) -> Path:
     """The files of ``module`` at the version the go.mod in ``pinned_by`` requires."""
     return Path(_module(module, pinned_by)["Dir"])
+
+
+def module_version(module: str, pinned_by: Path) -> str:
+    """The version of ``module`` the go.mod in ``pinned_by`` requires."""
+    return str(_module(module, pinned_by)["Version"])
 
 
 def render(
@@ -60,3 +66,33 @@ def render(
         check=True,
     ).stdout
     return [d for d in yaml.safe_load_all(rendered) if d]
+
+
+def stack_values(chart: stack.Chart) -> dict[str, Any]:
+    """The values compose-inference-cluster gives ``chart``'s Release, every addon applied."""
+    release = stack.release(chart, provider_config="", addons=chart.addons)
+    found: dict[str, Any] = release["spec"]["forProvider"]["values"]
+    return found
+
+
+def pod(objects: list[Obj], kind: str, name: str) -> Obj:
+    """The pod template's spec of the rendered Deployment or Job ``name``."""
+    for obj in objects:
+        if obj["kind"] == kind and obj["metadata"]["name"] == name:
+            spec: Obj = obj["spec"]["template"]["spec"]
+            return spec
+    raise LookupError(f"the chart renders no {kind} {name}")
+
+
+def container(
+    objects: list[Obj], kind: str, name: str, container: str, init: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """What a chart's container runs after its binary (its command's further words, then its
+    arguments) and its literal environment (downward-API values aside)."""
+    spec = pod(objects, kind, name)
+    for c in spec["initContainers" if init else "containers"]:
+        if c["name"] == container:
+            env = {e["name"]: str(e["value"]) for e in c.get("env") or [] if "value" in e}
+            words = [str(w) for w in (c.get("command") or [])[1:]]
+            return words + [str(a) for a in c.get("args") or []], env
+    raise LookupError(f"the chart's {kind} {name} has no container {container}")

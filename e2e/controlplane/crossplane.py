@@ -10,7 +10,6 @@ never as an administrator. Fleetgate's own package/install/rbac.yaml is
 applied as a platform team would, so a permission missing there fails here.
 """
 
-import base64
 import os
 import subprocess
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import yaml
 
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.kube import ApiError, Obj, wait_for
+from e2e.controlplane.kube import ApiError, Obj, mount_secret, wait_for
 from e2e.controlplane.processes import Namespace, Supervisor
 from e2e.functions import free_port
 
@@ -63,14 +62,16 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
         if doc:
             admin.apply(doc)
 
-    core_sa = _deployment_sa(objects, "crossplane")
-    rbac_sa = _deployment_sa(objects, "crossplane-rbac-manager")
+    core_sa = charts.pod(objects, "Deployment", "crossplane")["serviceAccountName"]
+    rbac_sa = charts.pod(objects, "Deployment", "crossplane-rbac-manager")["serviceAccountName"]
     core_kubeconfig = cp.kubeconfig_for_token("crossplane", admin.token_for(NAMESPACE, core_sa))
     rbac_kubeconfig = cp.kubeconfig_for_token("rbac-manager", admin.token_for(NAMESPACE, rbac_sa))
     xp = binary("crossplane-core")
     # What the chart's containers get from the downward API.
     downward = {"POD_NAMESPACE": NAMESPACE, "POD_SERVICE_ACCOUNT": core_sa}
-    init_args, init_env = _container(objects, "crossplane", "crossplane-init", init=True)
+    init_args, init_env = charts.container(
+        objects, "Deployment", "crossplane", "crossplane-init", init=True
+    )
     # `core init` races the CRDs it has just created on a first run; in a
     # cluster the init container is restarted, here it is run again.
     for attempt in range(1, INIT_ATTEMPTS + 1):
@@ -94,7 +95,9 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
                 f"crossplane core init failed {attempt} times:\n{done.stderr[-3000:]}"
             )
 
-    client_certs = _secret_to_dir(cp, "crossplane-tls-client", state / "crossplane" / "tls-client")
+    client_certs = mount_secret(
+        admin, NAMESPACE, "crossplane-tls-client", state / "crossplane" / "tls-client", "core init"
+    )
     server_certs = state / "crossplane" / "tls-server"
     # The chart mounts volumes at these paths; Crossplane writes into them and
     # fails unpacking ("read/write on closed pipe") when its cache is missing.
@@ -104,7 +107,7 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
         state / "crossplane" / "xfn-cache",
     ):
         folder.mkdir(parents=True, exist_ok=True)
-    start_args, start_env = _container(objects, "crossplane", "crossplane")
+    start_args, start_env = charts.container(objects, "Deployment", "crossplane", "crossplane")
     sup.start(
         "crossplane",
         [xp, *start_args],
@@ -124,7 +127,9 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
             "TLS_CLIENT_CERTS_DIR": str(client_certs),
         },
     )
-    rbac_args, rbac_env = _container(objects, "crossplane-rbac-manager", "crossplane")
+    rbac_args, rbac_env = charts.container(
+        objects, "Deployment", "crossplane-rbac-manager", "crossplane"
+    )
     netns = Namespace(sup, "rbac-manager")
     netns.forward(int(cp.server.rsplit(":", 1)[1]))
     sup.start(
@@ -138,45 +143,6 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
         120,
     )
     return Crossplane(client_certs)
-
-
-def _deployment(objects: list[Obj], name: str) -> Obj:
-    for obj in objects:
-        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == name:
-            return obj
-    raise LookupError(f"the Crossplane chart renders no Deployment {name}")
-
-
-def _deployment_sa(objects: list[Obj], name: str) -> str:
-    return str(_deployment(objects, name)["spec"]["template"]["spec"]["serviceAccountName"])
-
-
-def _container(
-    objects: list[Obj], deployment: str, container: str, init: bool = False
-) -> tuple[list[str], dict[str, str]]:
-    """A chart container's arguments and its literal environment (downward-API values aside)."""
-    pod = _deployment(objects, deployment)["spec"]["template"]["spec"]
-    for c in pod["initContainers" if init else "containers"]:
-        if c["name"] == container:
-            env = {e["name"]: str(e["value"]) for e in c.get("env") or [] if "value" in e}
-            return [str(a) for a in c["args"]], env
-    raise LookupError(f"the Crossplane chart's {deployment} has no container {container}")
-
-
-def _secret_to_dir(cp: Cluster, name: str, into: Path) -> Path:
-    """A Secret's keys as files, as a Secret volume mounts them."""
-
-    def filled() -> Obj | None:
-        secret = cp.admin.get("v1", "Secret", name, NAMESPACE)
-        return secret if secret and secret.get("data") else None
-
-    secret = wait_for(f"Secret {NAMESPACE}/{name} to be filled by core init", filled, 60)
-    into.mkdir(parents=True, exist_ok=True)
-    for key, value in secret["data"].items():
-        path = into / key
-        path.write_bytes(base64.b64decode(value))
-        path.chmod(0o600)
-    return into
 
 
 __all__ = ["ApiError", "Crossplane", "install"]

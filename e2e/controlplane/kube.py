@@ -6,6 +6,7 @@ objects are dicts. Writes are server-side apply, as ``kubectl apply
 field manager owns. Resource names come from discovery, never from a table.
 """
 
+import base64
 import json
 import ssl
 import time
@@ -289,3 +290,20 @@ def controller_ref(owner: Obj) -> Obj:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def mount_secret(kube: Kube, namespace: str, name: str, into: Path, filled_by: str) -> Path:
+    """A Secret's keys as files in ``into``, as a Secret volume mounts them, once
+    ``filled_by`` has filled it."""
+
+    def filled() -> Obj | None:
+        secret = kube.get("v1", "Secret", name, namespace)
+        return secret if secret and secret.get("data") else None
+
+    secret = wait_for(f"Secret {namespace}/{name} to be filled by {filled_by}", filled, 60)
+    into.mkdir(parents=True, exist_ok=True)
+    for key, value in secret["data"].items():
+        path = into / key
+        path.write_bytes(base64.b64decode(value))
+        path.chmod(0o600)
+    return into

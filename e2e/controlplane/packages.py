@@ -24,7 +24,7 @@ import yaml
 from e2e import pki
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.kube import ApiError, is_true, wait_for
+from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
 from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
 
@@ -216,6 +216,17 @@ COMPOSED_KINDS = frozenset(
 )  # fmt: skip
 
 
+# Envoy Gateway runs here and watches every kind of its chart's set (some it
+# requires, e.g. ListenerSet, internal/provider/kubernetes/controller.go:2283-2296).
+WHOLE_SETS = frozenset({"envoy-gateway"})
+
+
+def _wanted(crd_set: str, doc: Obj | None) -> bool:
+    if not doc or doc.get("kind") != "CustomResourceDefinition":
+        return False
+    return crd_set in WHOLE_SETS or doc["spec"]["names"]["kind"] in COMPOSED_KINDS
+
+
 def installed_crds(workload: Cluster) -> None:
     """The upstream CRDs a workload cluster's stack would have installed, from the pinned set.
 
@@ -230,11 +241,7 @@ def installed_crds(workload: Cluster) -> None:
             continue
         for path in sorted(_only_version(folder).rglob("*.yaml")):
             for doc in yaml.safe_load_all(path.read_text()):
-                if (
-                    doc
-                    and doc.get("kind") == "CustomResourceDefinition"
-                    and doc["spec"]["names"]["kind"] in COMPOSED_KINDS
-                ):
+                if _wanted(folder.name, doc):
                     try:
                         workload.admin.create(doc)
                     except ApiError as err:

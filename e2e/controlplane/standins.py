@@ -13,14 +13,13 @@ cert-manager (its controller is a nested Go module the proxy does not serve)
   owner reference is its Certificate (pkg/controller/certificates/issuing/
   internal/secret.go:116-123, v1.21.1), so the garbage collector deletes
   a key with the Certificate that asked for it.
-Envoy Gateway (its controller needs a running Envoy to program)
-  Gateway: status.addresses from the cluster's load balancer (examples/fleet
-  world.yaml, as the offline walk), Accepted and Programmed, per-listener
-  status. HTTPRoute, GRPCRoute: status.parents per parentRef, Accepted and
-  ResolvedRefs. Policies (ClientTrafficPolicy, BackendTrafficPolicy,
-  SecurityPolicy): status.ancestors, Accepted. EnvoyPatchPolicy: one ancestor,
-  its Gateway, Accepted and Programmed (patches applied), the shape the
-  offline walk writes (e2e.fleet.patch_applied). Backend: Accepted.
+A cloud's load balancer controller
+  Service of type LoadBalancer that Envoy Gateway provisions for a Gateway
+  (labelled gateway.envoyproxy.io/owning-gateway-name, internal/gatewayapi/
+  translator.go:36-41, v1.8.3): status.loadBalancer.ingress, one hostname or
+  IP, the address examples/fleet/world.yaml gives the cluster's load
+  balancers (as the offline walk). Envoy Gateway copies it to the Gateway's
+  status.addresses (internal/gatewayapi/status/gateway.go:224-240).
 Envoy AI Gateway v1.1.0
   AIGatewayRoute: the HTTPRoute of the same name and its HTTPRouteFilters, as
   its controller generates them (e2e/translate.py ``ai_gateway_route``, owned
@@ -33,17 +32,19 @@ Envoy AI Gateway v1.1.0
   (ai_gateway_route.go:105, ai_service_backend.go:61,
   backend_security_policy.go:93) and no observedGeneration.
 The Deployment controller and kubelet
-  Deployment: replicas ready and Available.
+  Deployment: replicas ready and Available (Envoy Gateway's own EnvoyProxy
+  Deployments included: it programs a Gateway once one is available).
 InferencePool (the endpoint picker's gateway)
   status.parents with Accepted and ResolvedRefs.
 
 Every other condition carries the object's generation as observedGeneration,
-as each of those controllers writes it. trust-manager is not here: it runs
-for real (see workloads.py).
+as each of those controllers writes it. trust-manager and Envoy Gateway are
+not here: they run for real (workloads.py, envoygateway.py).
 """
 
 import base64
 import datetime
+import ipaddress
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,14 +52,13 @@ from dataclasses import dataclass, field
 from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
-from e2e.fleet import World, patch_applied, without_times
+from e2e.fleet import World, without_times
 
 INTERVAL_S = 1.0
 CERT_MANAGER = "cert-manager.io/v1"
-EG = "gateway.envoyproxy.io/v1alpha1"
-GWAPI = "gateway.networking.k8s.io/v1"
 AIGW = "aigateway.envoyproxy.io/v1beta1"
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+OWNING_GATEWAY = "gateway.envoyproxy.io/owning-gateway-name"
 
 
 def _now() -> str:
@@ -113,15 +113,8 @@ class Controllers:
         passes: list[tuple[str, str, Callable[[Obj], Obj | None]]] = [
             (CERT_MANAGER, "Issuer", self.issuer),
             (CERT_MANAGER, "Certificate", self.certificate),
-            (GWAPI, "Gateway", self.gateway),
-            (GWAPI, "HTTPRoute", self.route),
-            (GWAPI, "GRPCRoute", self.route),
-            ("inference.networking.k8s.io/v1", "InferencePool", self.route),
-            (EG, "ClientTrafficPolicy", self.policy),
-            (EG, "BackendTrafficPolicy", self.policy),
-            (EG, "SecurityPolicy", self.policy),
-            (EG, "EnvoyPatchPolicy", self.patch_policy),
-            (EG, "Backend", self.backend),
+            ("v1", "Service", self.load_balancer),
+            ("inference.networking.k8s.io/v1", "InferencePool", self.inference_pool),
             (AIGW, "AIGatewayRoute", self.ai_gateway_route),
             (AIGW, "AIServiceBackend", self.ai_gateway_accepted),
             (AIGW, "BackendSecurityPolicy", self.ai_gateway_accepted),
@@ -220,51 +213,20 @@ class Controllers:
 
     # --- Envoy Gateway and AI Gateway -------------------------------------------------
 
-    def gateway(self, obj: Obj) -> Obj | None:
-        name = obj["metadata"]["name"]
-        address = self.world.address(self.cluster.name, name)
-        kind = "Hostname" if any(c.isalpha() for c in address.replace(":", "")) else "IPAddress"
-        listeners = [
-            {
-                "name": listener["name"],
-                "attachedRoutes": 0,
-                "supportedKinds": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}],
-                "conditions": [
-                    _cond(obj, "Accepted", "Accepted", "Listener has been successfully translated"),
-                    _cond(
-                        obj,
-                        "Programmed",
-                        "Programmed",
-                        "Sending translated listener configuration to the data plane",
-                    ),
-                    _cond(
-                        obj,
-                        "ResolvedRefs",
-                        "ResolvedRefs",
-                        "Listener has been successfully translated",
-                    ),
-                ],
-            }
-            for listener in obj["spec"].get("listeners") or []
-        ]
-        status = {
-            "addresses": [{"type": kind, "value": address}],
-            "conditions": [
-                _cond(
-                    obj, "Accepted", "Accepted", "The Gateway has been scheduled by Envoy Gateway"
-                ),
-                _cond(
-                    obj,
-                    "Programmed",
-                    "Programmed",
-                    "Address assigned to the Gateway, 1/1 envoy replicas available",
-                ),
-            ],
-            "listeners": listeners,
-        }
-        return self._stable(obj, status)
+    def load_balancer(self, obj: Obj) -> Obj | None:
+        labels = obj["metadata"].get("labels") or {}
+        gateway = labels.get(OWNING_GATEWAY)
+        if obj["spec"].get("type") != "LoadBalancer" or gateway is None:
+            return None
+        address = self.world.address(self.cluster.name, gateway)
+        try:
+            ipaddress.ip_address(address)
+            kind = "ip"
+        except ValueError:
+            kind = "hostname"
+        return self._stable(obj, {"loadBalancer": {"ingress": [{kind: address}]}})
 
-    def route(self, obj: Obj) -> Obj | None:
+    def inference_pool(self, obj: Obj) -> Obj | None:
         parents = [
             {
                 "parentRef": ref,
@@ -283,27 +245,6 @@ class Controllers:
         ]
         return self._stable(obj, {**(obj.get("status") or {}), "parents": parents})
 
-    def policy(self, obj: Obj) -> Obj | None:
-        spec = obj.get("spec") or {}
-        refs = spec.get("targetRefs") or ([spec["targetRef"]] if "targetRef" in spec else [{}])
-        ancestors = [
-            {
-                "ancestorRef": {
-                    k: v for k, v in ref.items() if k in ("group", "kind", "name", "sectionName")
-                },
-                "controllerName": EG_CONTROLLER,
-                "conditions": [_cond(obj, "Accepted", "Accepted", "Policy has been accepted.")],
-            }
-            for ref in refs
-        ]
-        return self._stable(obj, {"ancestors": ancestors})
-
-    def patch_policy(self, obj: Obj) -> Obj | None:
-        ancestor = patch_applied(
-            obj, lambda type_, reason, message: _cond(obj, type_, reason, message)
-        )
-        return self._stable(obj, {"ancestors": [ancestor]})
-
     def ai_gateway_route(self, obj: Obj) -> Obj | None:
         kube = self.cluster.admin
         backends = kube.list(AIGW, "AIServiceBackend", obj["metadata"]["namespace"])
@@ -319,10 +260,6 @@ class Controllers:
     def ai_gateway_accepted(self, obj: Obj) -> Obj | None:
         message = f"{obj['kind']} reconciled successfully"
         return self._keep(obj, [_ai_gateway_cond(True, message)])
-
-    def backend(self, obj: Obj) -> Obj | None:
-        # internal/gatewayapi/status/backend.go:29-34 (v1.8.3)
-        return self._keep(obj, [_cond(obj, "Accepted", "Accepted", "The Backend was accepted")])
 
     def deployment(self, obj: Obj) -> Obj | None:
         replicas = (obj.get("spec") or {}).get("replicas", 1)

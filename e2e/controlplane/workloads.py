@@ -1,4 +1,5 @@
-"""Each workload cluster's own controllers: trust-manager for real, the rest as stand-ins.
+"""Each workload cluster's own controllers: trust-manager and Envoy Gateway (envoygateway.py)
+for real, the rest as stand-ins (standins.py).
 
 trust-manager v0.24.0 builds from the Go module proxy and runs out of cluster
 as the stack installs it: its Helm chart at the pinned tag (in the Go module
@@ -16,12 +17,13 @@ objects (configuration, Certificate, Issuer) and Services are not applied,
 and the Bundle CRD comes from the pinned set like every other CRD.
 """
 
+import functools
 from pathlib import Path
 
 import yaml
 
 from e2e import pki
-from e2e.controlplane import charts
+from e2e.controlplane import charts, envoygateway
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
@@ -41,16 +43,17 @@ def world() -> World:
     return World(load_balancers=spec.get("loadBalancers", {}))
 
 
+@functools.cache
 def trust_manager_chart() -> list[Obj]:
-    """What trust-manager's chart renders with the stack's values."""
+    """What trust-manager's chart renders with the stack's values, under its release name."""
     module = charts.module_dir(
         "github.com/cert-manager/trust-manager", REPO / "tools" / "controlplane" / "trust-manager"
     )
     return charts.render(
         module / "deploy" / "charts" / "trust-manager",
-        TRUST_MANAGER.key,
+        TRUST_MANAGER.release,
         TRUST_MANAGER.namespace,
-        TRUST_MANAGER.values,
+        charts.stack_values(TRUST_MANAGER),
     )
 
 
@@ -63,6 +66,15 @@ def local_args(args: list[str], **here: object) -> list[str]:
 
 
 def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
+    _start_trust_manager(sup, workload)
+    envoygateway.start(sup, workload)
+    controllers = Controllers(workload, the_world)
+    controllers.start()
+    sup.on_stop.append(controllers.stop)
+    return controllers
+
+
+def _start_trust_manager(sup: Supervisor, workload: Cluster) -> None:
     objects = trust_manager_chart()
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -99,7 +111,3 @@ def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
             ),
         ],
     )
-    controllers = Controllers(workload, the_world)
-    controllers.start()
-    sup.on_stop.append(controllers.stop)
-    return controllers

@@ -5,7 +5,7 @@ from typing import Any, cast
 
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Kube, Obj
-from e2e.controlplane.standins import AIGW, EG, Controllers
+from e2e.controlplane.standins import AIGW, Controllers
 from e2e.fleet import World, without_times
 
 NAMESPACE = "fleetgate-system"
@@ -55,66 +55,45 @@ def one_round(*objects: Obj) -> dict[tuple[str, str], Any]:
     return _round(*objects).statuses
 
 
-def _round(*objects: Obj) -> FakeKube:
+def _round(*objects: Obj, world: dict[str, dict[str, str]] | None = None) -> FakeKube:
     kube = FakeKube(list(objects))
-    controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers={}))
+    controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers=world or {}))
     controllers.round()
     assert controllers.errors == []
     return kube
 
 
-def patch_policy(generation: int) -> Obj:
+def service(name: str, type_: str = "LoadBalancer", gateway: str | None = GATEWAY) -> Obj:
+    labels = {"gateway.envoyproxy.io/owning-gateway-name": gateway} if gateway else {}
     return {
-        "apiVersion": EG,
-        "kind": "EnvoyPatchPolicy",
-        "metadata": {"name": "strict-tiers", "namespace": NAMESPACE, "generation": generation},
-        "spec": {
-            "targetRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY},
-            "type": "JSONPatch",
-            "jsonPatches": [],
-        },
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "envoy-gateway-system", "labels": labels},
+        "spec": {"type": type_},
     }
 
 
-def test_an_envoy_patch_policy_is_accepted_and_programmed_on_its_gateway() -> None:
-    """As Envoy Gateway v1.8.3 writes it once the patches applied (e2e.fleet.patch_applied)."""
-    status = one_round(patch_policy(generation=3))[("EnvoyPatchPolicy", "strict-tiers")]
-    assert without_times(status) == {
-        "ancestors": [
-            {
-                "ancestorRef": {
-                    "group": "gateway.networking.k8s.io",
-                    "kind": "Gateway",
-                    "namespace": NAMESPACE,
-                    "name": GATEWAY,
-                },
-                "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
-                "conditions": [
-                    {
-                        "type": "Accepted",
-                        "status": "True",
-                        "reason": "Accepted",
-                        "message": "Policy has been accepted.",
-                        "observedGeneration": 3,
-                    },
-                    {
-                        "type": "Programmed",
-                        "status": "True",
-                        "reason": "Programmed",
-                        "message": "Patches have been successfully applied.",
-                        "observedGeneration": 3,
-                    },
-                ],
-            }
-        ]
+def test_a_gateway_s_load_balancer_gets_the_address_the_world_gives_its_cluster() -> None:
+    """One ingress entry, hostname or IP, as a cloud's load balancer controller writes it."""
+    world = {"eu-west-1": {"hostname": "elb.example.net"}}
+    statuses = _round(service("envoy-gw"), world=world).statuses
+    assert statuses[("Service", "envoy-gw")] == {
+        "loadBalancer": {"ingress": [{"hostname": f"{GATEWAY}.elb.example.net"}]}
     }
-    assert all(c["lastTransitionTime"] for c in status["ancestors"][0]["conditions"])
+    statuses = _round(service("envoy-gw"), world={"eu-west-1": {"ip": "203.0.113.10"}}).statuses
+    ((entry,),) = [s["loadBalancer"]["ingress"] for s in statuses.values()]
+    assert list(entry) == ["ip"]
+    assert entry["ip"].startswith("203.0.113.")
 
 
-def test_a_patch_policy_already_reported_is_not_rewritten() -> None:
-    policy = patch_policy(generation=1)
-    policy["status"] = one_round(patch_policy(generation=1))[("EnvoyPatchPolicy", "strict-tiers")]
-    assert one_round(policy) == {}
+def test_only_load_balancers_of_gateways_get_an_address() -> None:
+    assert one_round(service("cluster-ip", type_="ClusterIP"), service("other", gateway=None)) == {}
+
+
+def test_a_load_balancer_already_given_its_address_is_not_rewritten() -> None:
+    lb = service("envoy-gw")
+    lb["status"] = one_round(service("envoy-gw"))[("Service", "envoy-gw")]
+    assert one_round(lb) == {}
 
 
 def ai_gateway(kind: str, name: str) -> Obj:

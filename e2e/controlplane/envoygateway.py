@@ -1,0 +1,216 @@
+"""Envoy Gateway's own controller on each workload cluster, as the stack installs it.
+
+Envoy Gateway v1.8.3 (``cmd/envoy-gateway``, pinned in tools/egctl/go.mod)
+runs out of cluster from its Helm chart at the pinned tag, rendered with the
+values compose-inference-cluster gives its Release, InferencePool addon
+included (functions/fleetgate/inference_cluster/stack.py). The chart's
+ServiceAccounts, ClusterRoles, Roles and bindings are applied; its certgen
+Job's container runs once, as the certgen ServiceAccount, and makes the
+control plane's certificates; then the Deployment's container runs with the
+chart's arguments, as the envoy-gateway ServiceAccount, never as an
+administrator. So every status the functions read from Gateways, HTTPRoutes,
+GRPCRoutes, Backends, ClientTrafficPolicies, BackendTrafficPolicies,
+SecurityPolicies and EnvoyPatchPolicies is Envoy Gateway's own, and the
+EnvoyProxy Deployments and LoadBalancer Services it provisions for each
+Gateway are on the cluster as it makes them.
+
+Each instance runs where its pod would see the same files and ports:
+
+* in its own loopback-only network namespace, with its API server forwarded
+  to the same address (it listens on fixed ports, :18000 for xDS, :8081 for
+  probes, :9443 for its webhook, :19001 for metrics, which two instances
+  would share);
+* under its own root directory (``chroot``) holding what the pod mounts: the
+  certgen Secret at ``/certs``, the chart's ConfigMap at ``/config``; it
+  reads its certificates from those fixed paths and keeps its Wasm cache
+  under ``/var/lib/eg``, in that directory and nowhere else on this machine.
+
+Not run, so not checked: Envoy itself (no proxy ever connects to the xDS
+server); AI Gateway's extension server, which the configuration names as
+Envoy Gateway's extension manager (its module is not served by the Go
+module proxy). Envoy Gateway's calls to it fail and it logs them; the
+gateway-API translation, and so every status above, does not depend on them
+(the translator is best-effort, internal/xds/translator/translator.go:104-112,
+v1.8.3). The chart's topology-injector webhook is served but not registered
+(no webhook configuration reaches a process outside the cluster network):
+certgen runs with ``--disable-topology-injector``, as the chart passes when
+the injector is off. The CRDs come from the pinned set (the chart's own, in
+its crds subchart). The Deployments it provisions are made available by the
+stand-in kubelet and its LoadBalancer Services get an address from the
+stand-in load balancer (standins.py).
+"""
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from e2e.controlplane import charts
+from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.kube import Obj, mount_secret
+from e2e.controlplane.processes import Namespace, Supervisor
+from fleetgate.inference_cluster import stack
+
+REPO = Path(__file__).resolve().parents[2]
+MODULE = "github.com/envoyproxy/gateway"
+PINNED_BY = REPO / "tools" / "egctl"
+ENVOY_GATEWAY = next(c for c in stack.CHARTS if c.key == "envoy-gateway")
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+NAMESPACE = ENVOY_GATEWAY.namespace
+# What the chart's containers take from the downward API (metadata.namespace).
+DOWNWARD = {"ENVOY_GATEWAY_NAMESPACE": NAMESPACE}
+CERTGEN_TIMEOUT_S = 120
+# The XRD's default GatewayClass name (apis/inferenceclusters/definition.yaml).
+XRD = REPO / "apis" / "inferenceclusters" / "definition.yaml"
+
+
+@functools.cache
+def chart() -> list[Obj]:
+    """What Envoy Gateway's chart renders with those values, under the stack's release name.
+
+    The chart at the tag keeps its values as a template; the release fills in
+    the image and pull policy (tools/make/helm.mk:52-57, v1.8.3), as here, in
+    a copy (the module cache is read-only).
+    """
+    source = charts.module_dir(MODULE, PINNED_BY) / "charts" / "gateway-helm"
+    version = charts.module_version(MODULE, PINNED_BY)
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "gateway-helm"
+        shutil.copytree(source, copy, copy_function=shutil.copyfile)
+        copy.chmod(0o755)
+        template = (source / "values.tmpl.yaml").read_text()
+        (copy / "values.yaml").write_text(
+            template.replace("${GatewayImage}", f"docker.io/envoyproxy/gateway:{version}").replace(
+                "${GatewayImagePullPolicy}", "IfNotPresent"
+            )
+        )
+        return charts.render(
+            copy, ENVOY_GATEWAY.release, NAMESPACE, charts.stack_values(ENVOY_GATEWAY)
+        )
+
+
+def gateway_classes() -> list[Obj]:
+    """The GatewayClass the platform's Envoy Gateway serves: the one the clusters' Gateways
+    name by default, as the stack would compose it."""
+    xrd = yaml.safe_load(XRD.read_text())
+    schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    default = schema["properties"]["spec"]["properties"]["gateway"]["properties"]["className"]
+    return [stack.gateway_class(str(default["default"]))]
+
+
+def ai_gateway_grants() -> list[Obj]:
+    """What AI Gateway's chart (which cannot be installed here) grants Envoy Gateway: read
+    access to InferencePools, its extension backend, without which Envoy Gateway's caches
+    never sync (manifests/charts/ai-gateway-helm/templates/
+    envoy_gateway_cluster_role_for_inference_pool.yaml, v1.1.0), as that chart renders it
+    in the stack's AI Gateway namespace (_helpers.tpl:83-99)."""
+    name = f"envoy-ai-gateway-inference-pool-reader:{stack.AIGW_NAMESPACE}"
+    rbac = "rbac.authorization.k8s.io"
+    return [
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [
+                {
+                    "apiGroups": ["inference.networking.k8s.io"],
+                    "resources": ["inferencepools"],
+                    "verbs": ["get", "list", "watch"],
+                }
+            ],
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {
+                "name": f"envoy-ai-gateway-inference-pool-reader-binding:{stack.AIGW_NAMESPACE}"
+            },
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": "envoy-gateway", "namespace": NAMESPACE}
+            ],
+        },
+    ]
+
+
+def start(sup: Supervisor, workload: Cluster) -> None:
+    """Install Envoy Gateway's chart objects on ``workload`` and run its controller."""
+    kube = workload.admin
+    objects = chart()
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for obj in objects:
+        if obj["kind"] in RBAC_KINDS:
+            kube.apply(obj)
+    for obj in [*ai_gateway_grants(), *gateway_classes()]:
+        kube.apply(obj)
+    _certgen(workload, objects)
+    root = _root(workload, objects)
+    netns = Namespace(sup, f"{workload.name}-envoy-gateway")
+    netns.forward(int(workload.server.rsplit(":", 1)[1]))
+    args, env = charts.container(objects, "Deployment", "envoy-gateway", "envoy-gateway")
+    sup.start(
+        f"{workload.name}-envoy-gateway",
+        netns.argv(["chroot", str(root), "/envoy-gateway", *args]),
+        env={**env, **DOWNWARD, "KUBECONFIG": "/kubeconfig", "HOME": "/"},
+    )
+
+
+def _certgen(workload: Cluster, objects: list[Obj]) -> None:
+    """The chart's certgen Job, run once as its ServiceAccount: the control plane's
+    certificates, in Secrets of Envoy Gateway's namespace."""
+    job = next(o for o in objects if o["kind"] == "Job")["metadata"]["name"]
+    args, env = charts.container(objects, "Job", job, "envoy-gateway-certgen")
+    if "--disable-topology-injector" not in args:
+        args.append("--disable-topology-injector")
+    account = charts.pod(objects, "Job", job)["serviceAccountName"]
+    token = workload.admin.token_for(NAMESPACE, account)
+    kubeconfig = workload.kubeconfig_for_token("envoy-gateway-certgen", token)
+    done = subprocess.run(
+        [binary("envoy-gateway"), *args],
+        env={**os.environ, **env, **DOWNWARD, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=CERTGEN_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"Envoy Gateway's certgen failed on {workload.name}:\n{done.stderr}")
+
+
+def _root(workload: Cluster, objects: list[Obj]) -> Path:
+    """The directory the controller runs in as its root: what its pod mounts, where it
+    mounts it, its ServiceAccount's kubeconfig and its binary."""
+    kube = workload.admin
+    root = workload.dir / "envoy-gateway-root"
+    pod = charts.pod(objects, "Deployment", "envoy-gateway")
+    (container,) = pod["containers"]
+    for mount in container["volumeMounts"]:
+        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        into = root / mount["mountPath"].lstrip("/")
+        if "secret" in volume:
+            mount_secret(kube, NAMESPACE, volume["secret"]["secretName"], into, "certgen")
+            continue
+        (config_map,) = (
+            o
+            for o in objects
+            if o["kind"] == "ConfigMap" and o["metadata"]["name"] == volume["configMap"]["name"]
+        )
+        into.mkdir(parents=True, exist_ok=True)
+        for key, text in config_map["data"].items():
+            (into / key).write_text(text)
+    for folder in ("tmp", "var/lib"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    token = kube.token_for(NAMESPACE, pod["serviceAccountName"])
+    (root / "kubeconfig").write_text(workload.kubeconfig_text_for_token(token))
+    image = root / "envoy-gateway"
+    if not image.exists():  # a hard link where it can be, else a copy
+        eg = binary("envoy-gateway")
+        if os.stat(eg).st_dev == os.stat(root).st_dev:
+            os.link(eg, image)
+        else:
+            shutil.copy2(eg, image)
+    return root
