@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from e2e import fleetcheck, fleetdrills
-from e2e.controlplane import drills, fleet, processes, refusals, stack, workloads
+from e2e.controlplane import drills, fleet, processes, refusals, stack, stackcharts, workloads
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
@@ -73,6 +73,9 @@ def run(command: str) -> int:
                 problem = refusals.attempt(st.cp, refusal)
                 print(f"refused: {refusal.name}" if problem is None else f"FAILED: {problem}")
                 checks.append(problem is None)
+            problem = stackcharts.cert_manager()
+            print(problem or "the stack's cert-manager values render with owner references")
+            checks.append(problem is None)
             figures["peak memory of the control plane (MiB)"] = round(sup.peak_rss_mib())
             print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
             RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
