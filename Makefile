@@ -36,13 +36,20 @@ bench: $(VENV)/.installed
 
 ## test: lint, type check, unit, gRPC, render + validate against pinned CRDs, then the example
 ## fleet on the real control plane (make e2e)
-# Two jobs at a time: on a fresh machine the control plane's Go builds (half an hour of two
-# cores) run beside the tests, which leave a core idle, instead of after them. The builds
-# run at a lower priority (GOBUILD), so the tests keep their pace.
+# On a fresh machine the control plane's Go builds (half an hour of two cores) run beside
+# the checks, which leave a core idle, instead of after them: two chains, each one job at a
+# time, so the checks start as soon as deps are there. The builds run at a lower priority
+# (GOBUILD), so the tests keep their pace.
 test:
 	$(MAKE) --jobs=2 deps
-	$(MAKE) --jobs=2 lint typecheck pytest controlplane-bins packages
+	$(MAKE) --jobs=2 checks e2e-prerequisites
 	$(MAKE) e2e
+
+.PHONY: checks e2e-prerequisites
+checks:
+	$(MAKE) --jobs=1 lint typecheck pytest
+e2e-prerequisites:
+	$(MAKE) --jobs=1 controlplane-bins packages
 
 lint: deps
 	$(VENV)/bin/ruff check $(SOURCES)
