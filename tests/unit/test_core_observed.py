@@ -1,30 +1,40 @@
 """Reading observed state back: a condition counts only while it speaks of the current spec."""
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from fleetgate.core.observed import Observed, is_current
 
-CURRENT: list[tuple[str, dict[str, Any], Any, bool]] = [
-    ("stamped for this generation", {"observedGeneration": 5}, 5, True),
-    ("stamped for an older generation", {"observedGeneration": 1}, 5, False),
-    ("stamped as a Struct's float", {"observedGeneration": 5.0}, 5, True),
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    cond: dict[str, Any]
+    generation: Any
+    current: bool
+
+
+CURRENT = [
+    Case("stamped for this generation", {"observedGeneration": 5}, generation=5, current=True),
+    Case("stamped for an older generation", {"observedGeneration": 1}, generation=5, current=False),
+    Case("stamped as a Struct's float", {"observedGeneration": 5.0}, generation=5, current=True),
     # Envoy AI Gateway v1.1.0, provider-kubernetes' Ready, a function's conditions
-    ("unstamped", {}, 5, True),
-    ("stamp not a number", {"observedGeneration": "5"}, 5, False),
-    ("stamp a bool", {"observedGeneration": True}, 1, False),
+    Case("unstamped", {}, generation=5, current=True),
+    Case("stamp not a number", {"observedGeneration": "5"}, generation=5, current=False),
+    Case("stamp a bool", {"observedGeneration": True}, generation=1, current=False),
     # an object that never went through an API server (emulations, tests)
-    ("no generation to judge against", {"observedGeneration": 1}, None, True),
-    ("generation not a number", {"observedGeneration": 1}, "5", True),
+    Case(
+        "no generation to judge against", {"observedGeneration": 1}, generation=None, current=True
+    ),
+    Case("generation not a number", {"observedGeneration": 1}, generation="5", current=True),
 ]
 
 
-@pytest.mark.parametrize(
-    ("cond", "generation", "current"), [c[1:] for c in CURRENT], ids=[c[0] for c in CURRENT]
-)
-def test_is_current(cond: dict[str, Any], generation: Any, current: bool) -> None:
-    assert is_current(cond, generation) is current
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CURRENT])
+def test_is_current(case: Case) -> None:
+    assert is_current(case.cond, case.generation) is case.current
 
 
 def test_a_route_at_generation_five_accepted_at_one_is_not_accepted() -> None:

@@ -7,6 +7,7 @@ readiness policy with a real CEL implementation, as provider-kubernetes does.
 """
 
 import copy
+import dataclasses
 import datetime
 import random
 from collections.abc import Callable, Mapping
@@ -367,89 +368,99 @@ def test_a_cpu_model() -> None:
 
 # --- what cannot be placed, chosen or looked up ----------------------------------
 
-CONDITIONS: list[tuple[str, dict[str, Any], list[dict[str, Any]], tuple[str, str], str]] = [
-    ("no clusters", deployment(), [], ("False", "NoCandidateClusters"), "no InferenceClusters"),
-    (
+
+@dataclasses.dataclass(frozen=True)
+class ConditionCase:
+    id: str
+    xr: dict[str, Any]
+    clusters: list[dict[str, Any]]
+    want: tuple[str, str]
+    fragment: str
+
+
+CONDITIONS = [
+    ConditionCase(
+        "no clusters",
+        deployment(),
+        clusters=[],
+        want=("False", "NoCandidateClusters"),
+        fragment="no InferenceClusters",
+    ),
+    ConditionCase(
         "provider nowhere installed",
         deployment(provider={"name": "LLMD"}),
-        [cluster("a", providers=("Direct",))],
-        ("False", "NoCandidateClusters"),
-        "a: provider LLMD not installed",
+        clusters=[cluster("a", providers=("Direct",))],
+        want=("False", "NoCandidateClusters"),
+        fragment="a: provider LLMD not installed",
     ),
-    (
+    ConditionCase(
         "not enough GPUs",
         deployment(replicas=3, resources={"gpu": {"count": 4}}),
-        [cluster("a", gpus=8)],
-        ("False", "InsufficientCapacity"),
-        "2 of 3 replicas placed (a=2); 1 could not be placed: a: 0 of 8 GPUs free",
+        clusters=[cluster("a", gpus=8)],
+        want=("False", "InsufficientCapacity"),
+        fragment="2 of 3 replicas placed (a=2); 1 could not be placed: a: 0 of 8 GPUs free",
     ),
-    (
+    ConditionCase(
         "engine unset: the preferred one the named provider runs",
         deployment(engine={"args": ARGS}),
-        [EU],
-        ("True", "AllReplicasPlaced"),
-        "2 of 2 replicas placed",
+        clusters=[EU],
+        want=("True", "AllReplicasPlaced"),
+        fragment="2 of 2 replicas placed",
     ),
-    (
+    ConditionCase(
         "provider unset and only explicit-only providers installed",
         deployment(provider={}),
-        [EU],
-        ("False", "NoCandidateProvider"),
-        "Direct: has no selection rules",
+        clusters=[EU],
+        want=("False", "NoCandidateProvider"),
+        fragment="Direct: has no selection rules",
     ),
-    (
+    ConditionCase(
         "provider named but installed nowhere",
         deployment(provider={"name": "KAITO"}),
-        [EU],
-        ("False", "NoCandidateClusters"),
-        "eu-west: provider KAITO not installed",
+        clusters=[EU],
+        want=("False", "NoCandidateClusters"),
+        fragment="eu-west: provider KAITO not installed",
     ),
-    (
+    ConditionCase(
         "provider cannot serve a CPU model",
         deployment(provider={"name": "LLMD"}, resources={}),
-        [EU],
-        ("False", "ProviderCannotServe"),
-        "provider LLMD does not run vllm on CPU",
+        clusters=[EU],
+        want=("False", "ProviderCannotServe"),
+        fragment="provider LLMD does not run vllm on CPU",
     ),
-    (
+    ConditionCase(
         "provider cannot serve disaggregated",
         deployment(provider={"name": "LLMD"}, servingMode="Disaggregated"),
-        [EU],
-        ("False", "ProviderCannotServe"),
-        "provider LLMD does not run vllm in servingMode Disaggregated",
+        clusters=[EU],
+        want=("False", "ProviderCannotServe"),
+        fragment="provider LLMD does not run vllm in servingMode Disaggregated",
     ),
-    (
+    ConditionCase(
         "a cluster not open long after it joined is not waited for",
         deployment(),
-        [EU, cluster("us-east", schedulable=False, created=_ago(3600))],
-        ("True", "AllReplicasPlaced"),
-        "2 of 2 replicas placed: eu-west=2",
+        clusters=[EU, cluster("us-east", schedulable=False, created=_ago(3600))],
+        want=("True", "AllReplicasPlaced"),
+        fragment="2 of 2 replicas placed: eu-west=2",
     ),
-    (
+    ConditionCase(
         "scaled to zero",
         deployment(replicas=0),
-        [EU],
-        ("True", "AllReplicasPlaced"),
-        "0 of 0 replicas placed",
+        clusters=[EU],
+        want=("True", "AllReplicasPlaced"),
+        fragment="0 of 0 replicas placed",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("xr", "clusters", "want", "fragment"),
-    [c[1:] for c in CONDITIONS],
-    ids=[c[0] for c in CONDITIONS],
-)
-def test_scheduled_condition(
-    xr: dict[str, Any], clusters: list[dict[str, Any]], want: tuple[str, str], fragment: str
-) -> None:
-    out = step(xr, clusters)
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CONDITIONS])
+def test_scheduled_condition(case: ConditionCase) -> None:
+    out = step(case.xr, case.clusters)
     status, reason, message = out.conditions["Scheduled"]
-    assert (status, reason) == want
-    assert fragment in message
+    assert (status, reason) == case.want
+    assert case.fragment in message
     assert out.fatal == []
     if status == "False":
-        assert any(fragment in w for w in out.warnings), "a not-yet also says why as a warning"
+        assert any(case.fragment in w for w in out.warnings), "a not-yet also says why as a warning"
 
 
 def test_a_cluster_still_joining_the_fleet_is_waited_for() -> None:
@@ -476,18 +487,18 @@ def test_sticky_choice_survives_unsetting_the_field() -> None:
     assert len(remote(out, "InferencePool")) == 1
 
 
-HOLDS: list[tuple[str, dict[str, Any], Any]] = [
-    ("clusters not looked up yet", deployment(), {"deployments": []}),
-    ("deployments not looked up yet", deployment(), {"clusters": [EU, US]}),
-    (
-        "an override is refused",
+HOLDS = [
+    pytest.param(deployment(), {"deployments": []}, id="clusters not looked up yet"),
+    pytest.param(deployment(), {"clusters": [EU, US]}, id="deployments not looked up yet"),
+    pytest.param(
         deployment(provider={"name": "Direct", "overrides": {"spec": {"replicas": 9}}}),
         required(EU, US),
+        id="an override is refused",
     ),
 ]
 
 
-@pytest.mark.parametrize(("xr", "resolved"), [c[1:] for c in HOLDS], ids=[c[0] for c in HOLDS])
+@pytest.mark.parametrize(("xr", "resolved"), HOLDS)
 def test_what_ran_keeps_running_while_a_step_cannot_proceed(
     xr: dict[str, Any], resolved: Any
 ) -> None:
@@ -529,15 +540,18 @@ def test_requirements_are_every_cluster_and_every_deployment() -> None:
 
 
 SELECTED = [
-    ("Direct, named", {}),
-    ("selected: Dynamo", {"provider": {}, "engine": {"args": ARGS}}),
-    ("selected: KubeRay", {"provider": {}, "resources": {"gpu": {"count": 2}}}),
-    ("selected: KAITO", {"provider": {}, "engine": {}, "resources": {}}),
-    ("Dynamo, disaggregated", {"provider": {"name": "Dynamo"}, "servingMode": "Disaggregated"}),
+    pytest.param({}, id="Direct, named"),
+    pytest.param({"provider": {}, "engine": {"args": ARGS}}, id="selected: Dynamo"),
+    pytest.param({"provider": {}, "resources": {"gpu": {"count": 2}}}, id="selected: KubeRay"),
+    pytest.param({"provider": {}, "engine": {}, "resources": {}}, id="selected: KAITO"),
+    pytest.param(
+        {"provider": {"name": "Dynamo"}, "servingMode": "Disaggregated"},
+        id="Dynamo, disaggregated",
+    ),
 ]
 
 
-@pytest.mark.parametrize("spec", [c[1] for c in SELECTED], ids=[c[0] for c in SELECTED])
+@pytest.mark.parametrize("spec", SELECTED)
 def test_same_inputs_give_byte_identical_output(spec: dict[str, Any]) -> None:
     every = ("Direct", "LLMD", "KAITO", "Dynamo", "KubeRay")
     clusters = [cluster(f"c{i}", gpus=i % 4, providers=every) for i in range(12)]
@@ -553,55 +567,67 @@ def test_same_inputs_give_byte_identical_output(spec: dict[str, Any]) -> None:
     )
 
 
-MALFORMED: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
-    ("model missing", deployment(model=None), [EU], "spec.model"),
-    ("replicas negative", deployment(replicas=-1), [EU], "spec.replicas"),
-    ("replicas absurd", deployment(replicas=10**9), [EU], "spec.replicas"),
-    ("engine type unknown", deployment(engine={"type": "ollama"}), [EU], "spec.engine.type"),
-    ("gpu count wrong type", deployment(resources={"gpu": {"count": "two"}}), [EU],
-     "spec.resources.gpu.count"),
-    ("env not a list", deployment(engine={"type": "vllm", "env": "A=1"}), [EU], "spec.engine.env"),
-    ("status placements malformed",
-     deployment(status={"placements": [{"cluster": "a", "replicas": "x"}]}), [EU],
-     "status.placements[0].replicas"),
-    ("bad port", deployment(engine={"type": "vllm", "args": ["--port", "http"]}), [EU],
-     "spec.engine.args[1]"),
-    ("cluster malformed", deployment(),
-     [{**EU, "spec": {**EU["spec"], "capacity": {"gpus": -1}}}], "InferenceCluster eu-west"),
-    ("cluster listed twice", deployment(), [EU, EU], "InferenceCluster eu-west: metadata.name"),
-    ("namespace missing", {**deployment(), "metadata": {"name": NAME}}, [EU], "metadata.namespace"),
-    ("unicode name", deployment(name="grün"), [EU], ""),
-    ("overrides not an object", deployment(provider={"name": "Direct", "overrides": ["x"]}), [EU],
-     "spec.provider.overrides"),
-    ("serving mode unknown", deployment(servingMode="Split"), [EU], "spec.servingMode"),
-    ("provider unknown", deployment(provider={"name": "Triton"}), [EU], "spec.provider.name"),
-    ("template label key not a label key",
-     deployment(template={"metadata": {"labels": {"my team": "ml"}}}), [EU],
-     "spec.template.metadata.labels.my team (the key)"),
-    ("template label value not a label value",
-     deployment(template={"metadata": {"labels": {"team": "m l"}}}), [EU],
-     "spec.template.metadata.labels.team"),
-    ("cluster selector key not a label key",
-     deployment(placement={"clusterSelector": {"matchLabels": {"Region/x": "eu"}}}), [EU],
-     "spec.placement.clusterSelector.matchLabels.Region/x (the key)"),
-    ("cluster placement label key not a label key", deployment(),
-     [{**EU, "spec": {**EU["spec"], "placement": {"metadata": {"labels": {"-x": "1"}}}}}],
-     "InferenceCluster eu-west: spec.placement.metadata.labels.-x (the key)"),
+@dataclasses.dataclass(frozen=True)
+class MalformedCase:
+    id: str
+    xr: dict[str, Any]
+    field: str
+    clusters: list[dict[str, Any]] = dataclasses.field(default_factory=lambda: [EU])
+
+
+MALFORMED = [
+    MalformedCase("model missing", deployment(model=None), field="spec.model"),
+    MalformedCase("replicas negative", deployment(replicas=-1), field="spec.replicas"),
+    MalformedCase("replicas absurd", deployment(replicas=10**9), field="spec.replicas"),
+    MalformedCase("engine type unknown", deployment(engine={"type": "ollama"}),
+                  field="spec.engine.type"),
+    MalformedCase("gpu count wrong type", deployment(resources={"gpu": {"count": "two"}}),
+                  field="spec.resources.gpu.count"),
+    MalformedCase("env not a list", deployment(engine={"type": "vllm", "env": "A=1"}),
+                  field="spec.engine.env"),
+    MalformedCase("status placements malformed",
+                  deployment(status={"placements": [{"cluster": "a", "replicas": "x"}]}),
+                  field="status.placements[0].replicas"),
+    MalformedCase("bad port", deployment(engine={"type": "vllm", "args": ["--port", "http"]}),
+                  field="spec.engine.args[1]"),
+    MalformedCase("cluster malformed", deployment(), field="InferenceCluster eu-west",
+                  clusters=[{**EU, "spec": {**EU["spec"], "capacity": {"gpus": -1}}}]),
+    MalformedCase("cluster listed twice", deployment(),
+                  field="InferenceCluster eu-west: metadata.name", clusters=[EU, EU]),
+    MalformedCase("namespace missing", {**deployment(), "metadata": {"name": NAME}},
+                  field="metadata.namespace"),
+    MalformedCase("unicode name", deployment(name="grün"), field=""),
+    MalformedCase("overrides not an object",
+                  deployment(provider={"name": "Direct", "overrides": ["x"]}),
+                  field="spec.provider.overrides"),
+    MalformedCase("serving mode unknown", deployment(servingMode="Split"),
+                  field="spec.servingMode"),
+    MalformedCase("provider unknown", deployment(provider={"name": "Triton"}),
+                  field="spec.provider.name"),
+    MalformedCase("template label key not a label key",
+                  deployment(template={"metadata": {"labels": {"my team": "ml"}}}),
+                  field="spec.template.metadata.labels.my team (the key)"),
+    MalformedCase("template label value not a label value",
+                  deployment(template={"metadata": {"labels": {"team": "m l"}}}),
+                  field="spec.template.metadata.labels.team"),
+    MalformedCase("cluster selector key not a label key",
+                  deployment(placement={"clusterSelector": {"matchLabels": {"Region/x": "eu"}}}),
+                  field="spec.placement.clusterSelector.matchLabels.Region/x (the key)"),
+    MalformedCase("cluster placement label key not a label key", deployment(),
+                  field="InferenceCluster eu-west: spec.placement.metadata.labels.-x (the key)",
+                  clusters=[{**EU, "spec": {**EU["spec"],
+                                            "placement": {"metadata": {"labels": {"-x": "1"}}}}}]),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("xr", "clusters", "field"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED]
-)
-def test_malformed_input_is_a_fatal_result_naming_the_field(
-    xr: dict[str, Any], clusters: list[dict[str, Any]], field: str
-) -> None:
-    out = step(xr, clusters)
-    if not field:  # accepted by the model: must compose without an exception
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in MALFORMED])
+def test_malformed_input_is_a_fatal_result_naming_the_field(case: MalformedCase) -> None:
+    out = step(case.xr, case.clusters)
+    if not case.field:  # accepted by the model: must compose without an exception
         assert all("internal error" not in f for f in out.fatal)
         return
     assert len(out.fatal) == 1, out.results
-    assert field in out.fatal[0]
+    assert case.field in out.fatal[0]
     assert out.desired == {}
 
 

@@ -2,6 +2,7 @@
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import celpy
@@ -30,91 +31,101 @@ def env(*pairs: tuple[str, str]) -> list[EnvVar]:
 # --- served model name ------------------------------------------------------
 
 INJECTION = [
-    ("no user env", [], [(SERVED_MODEL_ENV, SERVED)]),
-    (
-        "user env follows in order",
+    pytest.param([], [(SERVED_MODEL_ENV, SERVED)], id="no user env"),
+    pytest.param(
         [("B", "2"), ("A", "1")],
         [(SERVED_MODEL_ENV, SERVED), ("B", "2"), ("A", "1")],
+        id="user env follows in order",
     ),
-    (
-        "a user entry of that name is dropped",
+    pytest.param(
         [("A", "1"), (SERVED_MODEL_ENV, "mine"), ("B", "2")],
         [(SERVED_MODEL_ENV, SERVED), ("A", "1"), ("B", "2")],
+        id="a user entry of that name is dropped",
     ),
-    (
-        "every user entry of that name is dropped",
+    pytest.param(
         [(SERVED_MODEL_ENV, "x"), (SERVED_MODEL_ENV, "y")],
         [(SERVED_MODEL_ENV, SERVED)],
+        id="every user entry of that name is dropped",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("user", "want"), [c[1:] for c in INJECTION], ids=[c[0] for c in INJECTION]
-)
+@pytest.mark.parametrize(("user", "want"), INJECTION)
 def test_served_name_is_the_first_env_entry(
     user: list[tuple[str, str]], want: list[tuple[str, str]]
 ) -> None:
     assert list(engine.inject_served_name(SERVED, env(*user))) == want
 
 
+@dataclass(frozen=True)
+class WarningCase:
+    id: str
+    args: list[str] = field(default_factory=list)
+    user_env: list[tuple[str, str]] = field(default_factory=list)
+    fragments: list[str] = field(default_factory=list)  # one per warning, in order
+
+
 WARNINGS = [
-    ("referenced in args", ["--served-model-name", REF], [], []),
-    ("referenced inside an arg", [f"--served-model-name={REF}"], [], []),
-    ("referenced in another env value", [], [("NAMES", f"x,{REF}")], []),
-    ("not referenced", ["--model", "Qwen/Qwen3-8B"], [], ["404"]),
-    ("no args at all", [], [], ["404"]),
-    (
+    WarningCase("referenced in args", args=["--served-model-name", REF]),
+    WarningCase("referenced inside an arg", args=[f"--served-model-name={REF}"]),
+    WarningCase("referenced in another env value", user_env=[("NAMES", f"x,{REF}")]),
+    WarningCase("not referenced", args=["--model", "Qwen/Qwen3-8B"], fragments=["404"]),
+    WarningCase("no args at all", fragments=["404"]),
+    WarningCase(
         "own entry dropped, and it does not count as a reference",
-        [],
-        [(SERVED_MODEL_ENV, REF)],
-        ["is dropped", "404"],
+        user_env=[(SERVED_MODEL_ENV, REF)],
+        fragments=["is dropped", "404"],
     ),
-    (
+    WarningCase(
         "own entry dropped, args fine",
-        ["--served-model-name", REF],
-        [(SERVED_MODEL_ENV, "x")],
-        ["is dropped"],
+        args=["--served-model-name", REF],
+        user_env=[(SERVED_MODEL_ENV, "x")],
+        fragments=["is dropped"],
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("args", "user_env", "fragments"), [c[1:] for c in WARNINGS], ids=[c[0] for c in WARNINGS]
-)
-def test_served_name_warnings(
-    args: list[str], user_env: list[tuple[str, str]], fragments: list[str]
-) -> None:
-    warnings = engine.served_name_warnings(EngineSpec(args=args, env=env(*user_env)))
-    assert len(warnings) == len(fragments)
-    for warning, fragment in zip(warnings, fragments, strict=True):
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in WARNINGS])
+def test_served_name_warnings(case: WarningCase) -> None:
+    warnings = engine.served_name_warnings(EngineSpec(args=case.args, env=env(*case.user_env)))
+    assert len(warnings) == len(case.fragments)
+    for warning, fragment in zip(warnings, case.fragments, strict=True):
         assert fragment in warning
 
 
 # --- the engine as it runs ---------------------------------------------------
 
-RESOLVE: list[tuple[str, EngineType, list[str], int, list[str]]] = [
-    # name, engine, user args, port, args as run
-    ("vllm default port", "vllm", ["m"], 8000, ["m"]),
-    ("vllm --port N", "vllm", ["m", "--port", "9000"], 9000, ["m", "--port", "9000"]),
-    ("vllm --port=N", "vllm", ["--port=9001"], 9001, ["--port=9001"]),
-    ("sglang listens on all addresses", "sglang", ["--model-path", "m"], 30000,
-     ["--model-path", "m", "--host", "0.0.0.0"]),
-    ("sglang keeps the user's --host", "sglang", ["--host=0.0.0.0"], 30000, ["--host=0.0.0.0"]),
-    ("trtllm", "trtllm", ["m"], 8000, ["m", "--host", "0.0.0.0"]),
-    ("llamacpp", "llamacpp", ["-hf", "x/y", "--port", "8081"], 8081,
-     ["-hf", "x/y", "--port", "8081", "--host", "0.0.0.0"]),
+
+@dataclass(frozen=True)
+class ResolveCase:
+    id: str
+    kind: EngineType
+    args: list[str]  # as the user wrote them
+    port: int
+    run_args: list[str]  # as the engine is started
+
+
+RESOLVE = [
+    ResolveCase("vllm default port", "vllm", ["m"], port=8000, run_args=["m"]),
+    ResolveCase("vllm --port N", "vllm", ["m", "--port", "9000"], port=9000,
+                run_args=["m", "--port", "9000"]),
+    ResolveCase("vllm --port=N", "vllm", ["--port=9001"], port=9001, run_args=["--port=9001"]),
+    ResolveCase("sglang listens on all addresses", "sglang", ["--model-path", "m"], port=30000,
+                run_args=["--model-path", "m", "--host", "0.0.0.0"]),
+    ResolveCase("sglang keeps the user's --host", "sglang", ["--host=0.0.0.0"], port=30000,
+                run_args=["--host=0.0.0.0"]),
+    ResolveCase("trtllm", "trtllm", ["m"], port=8000, run_args=["m", "--host", "0.0.0.0"]),
+    ResolveCase("llamacpp", "llamacpp", ["-hf", "x/y", "--port", "8081"], port=8081,
+                run_args=["-hf", "x/y", "--port", "8081", "--host", "0.0.0.0"]),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("kind", "args", "port", "run_args"), [c[1:] for c in RESOLVE], ids=[c[0] for c in RESOLVE]
-)
-def test_resolve(kind: EngineType, args: list[str], port: int, run_args: list[str]) -> None:
-    run = engine.resolve(EngineSpec(args=args), kind, SERVED)
-    assert run.port == port
-    assert list(run.args) == run_args
-    assert run.image == engine.PROFILES[kind].image
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in RESOLVE])
+def test_resolve(case: ResolveCase) -> None:
+    run = engine.resolve(EngineSpec(args=case.args), case.kind, SERVED)
+    assert run.port == case.port
+    assert list(run.args) == case.run_args
+    assert run.image == engine.PROFILES[case.kind].image
     assert run.env[0] == (SERVED_MODEL_ENV, SERVED)
     assert run.health_path == "/health"
 
@@ -171,15 +182,13 @@ def test_resource_names_are_per_cluster() -> None:
 
 
 LABEL_VALUES = [
-    ("a valid value stays", "qwen3-8b", "qwen3-8b"),
-    ("dots are allowed", "qwen3.8b", "qwen3.8b"),
-    ("63 characters stay", "x" * 63, "x" * 63),
+    pytest.param("qwen3-8b", "qwen3-8b", id="a valid value stays"),
+    pytest.param("qwen3.8b", "qwen3.8b", id="dots are allowed"),
+    pytest.param("x" * 63, "x" * 63, id="63 characters stay"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("raw", "want"), [c[1:] for c in LABEL_VALUES], ids=[c[0] for c in LABEL_VALUES]
-)
+@pytest.mark.parametrize(("raw", "want"), LABEL_VALUES)
 def test_label_value_keeps_valid_values(raw: str, want: str) -> None:
     assert names.label_value(raw) == want
 
@@ -194,35 +203,48 @@ def test_label_value_bounds_and_hashes(raw: str) -> None:
 
 # --- ModelEndpoint labels -------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class PrecedenceCase:
+    id: str
+    template: dict[str, str]
+    placement: dict[str, str]
+    want: dict[str, str]  # besides the managed labels
+
+
 LABEL_PRECEDENCE = [
-    (
+    PrecedenceCase(
         "each source contributes",
-        {"tier": "gold"},
-        {"region": "eu"},
-        {"tier": "gold", "region": "eu"},
+        template={"tier": "gold"},
+        placement={"region": "eu"},
+        want={"tier": "gold", "region": "eu"},
     ),
-    ("the cluster wins over the template", {"region": "us"}, {"region": "eu"}, {"region": "eu"}),
-    (
+    PrecedenceCase(
+        "the cluster wins over the template",
+        template={"region": "us"},
+        placement={"region": "eu"},
+        want={"region": "eu"},
+    ),
+    PrecedenceCase(
         "managed labels win over both",
-        {"fleetgate.dev/cluster": "fake"},
-        {"fleetgate.dev/deployment": "fake"},
-        {},
+        template={"fleetgate.dev/cluster": "fake"},
+        placement={"fleetgate.dev/deployment": "fake"},
+        want={},
     ),
-    ("other reserved keys are dropped", {"fleetgate.dev/x": "1"}, {"fleetgate.dev/y": "2"}, {}),
+    PrecedenceCase(
+        "other reserved keys are dropped",
+        template={"fleetgate.dev/x": "1"},
+        placement={"fleetgate.dev/y": "2"},
+        want={},
+    ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("template", "placement", "want"),
-    [c[1:] for c in LABEL_PRECEDENCE],
-    ids=[c[0] for c in LABEL_PRECEDENCE],
-)
-def test_endpoint_label_precedence(
-    template: dict[str, str], placement: dict[str, str], want: dict[str, str]
-) -> None:
-    labels = endpoints.endpoint_labels(template, placement, "qwen", "eu-west")
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in LABEL_PRECEDENCE])
+def test_endpoint_label_precedence(case: PrecedenceCase) -> None:
+    labels = endpoints.endpoint_labels(case.template, case.placement, "qwen", "eu-west")
     assert labels == {
-        **want,
+        **case.want,
         "fleetgate.dev/deployment": "qwen",
         "fleetgate.dev/cluster": "eu-west",
     }
@@ -459,14 +481,18 @@ def test_http_route_on_the_cluster_gateway() -> None:
 
 
 SERVING = [
-    ("no status yet", {}, False),
-    ("no replica available", {"status": {"replicas": 2, "availableReplicas": 0}}, False),
-    ("scaling up from one", {"status": {"replicas": 2, "availableReplicas": 1}}, True),
-    ("all available", {"status": {"replicas": 2, "availableReplicas": 2}}, True),
+    pytest.param({}, False, id="no status yet"),
+    pytest.param(
+        {"status": {"replicas": 2, "availableReplicas": 0}}, False, id="no replica available"
+    ),
+    pytest.param(
+        {"status": {"replicas": 2, "availableReplicas": 1}}, True, id="scaling up from one"
+    ),
+    pytest.param({"status": {"replicas": 2, "availableReplicas": 2}}, True, id="all available"),
 ]
 
 
-@pytest.mark.parametrize(("remote", "want"), [c[1:] for c in SERVING], ids=[c[0] for c in SERVING])
+@pytest.mark.parametrize(("remote", "want"), SERVING)
 def test_an_engine_deployment_is_ready_while_one_replica_serves(
     remote: dict[str, Any], want: bool
 ) -> None:
