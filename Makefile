@@ -70,11 +70,18 @@ nix-parser:
 	@command -v nix-instantiate >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  { apt-get install -y -qq nix-bin >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq nix-bin >/dev/null; }; }; } || true
 
-$(VENV)/.installed: pyproject.toml
+# Exactly the versions of uv.lock, hash-checked by pip; uv, pinned here, only
+# reads and writes the lock.
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+$(VENV)/.installed: pyproject.toml uv.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --editable '.[dev]'
+	$(PY) -m pip install --quiet 'uv==$(UV_VERSION)'
+	$(UV) export --quiet --frozen --extra dev --no-emit-project --output-file $(VENV)/requirements.txt
+	$(PY) -m pip install --quiet --no-deps --require-hashes -r $(VENV)/requirements.txt
+	$(PY) -m pip install --quiet --no-deps --editable .
 	touch $@
 
 ## tools: the Crossplane CLI at the version pinned in tools/go.mod (checksummed by go.sum)
@@ -182,9 +189,12 @@ crds: $(VENV)/.installed
 packages: $(VENV)/.installed $(CROSSPLANE) package-host-tools
 	$(PY) -m package.build
 
-## package-lock: re-pin the image's Python wheels (package/python.lock.json) to this environment
+## package-lock: re-lock the Python dependencies of the development environment and the image
+## (uv.lock, nix/wheels.json) after a change to pyproject.toml; UPGRADE=1 takes the newest allowed
 package-lock: $(VENV)/.installed
+	$(UV) lock$(if $(UPGRADE), --upgrade)
 	$(PY) -m package.build lock
+	$(MAKE) $(VENV)/.installed
 
 # The image is assembled from Debian packages with apt-get and dpkg-deb, checked
 # against the Debian archive keyring; Debian has all three with apt. Elsewhere

@@ -23,7 +23,7 @@
         });
 
       # The function runtime images (Linux): the contract of package/image.json
-      # and the wheels of package/python.lock.json, as `make packages` builds
+      # and the wheels of uv.lock (nix/wheels.json), as `make packages` builds
       # them. `nix build .#compose-model-endpoint` gives a docker-archive tarball.
       packages = nixpkgs.lib.genAttrs [ "x86_64-linux" "aarch64-linux" ]
         (system: import ./nix/image.nix { pkgs = nixpkgs.legacyPackages.${system}; });

@@ -1,14 +1,14 @@
 # The Fleetgate function runtime images, built with Nix: the same contract as
 # `make packages` (package/image.json: entrypoint, user, port, environment)
-# and the same locked wheels (package/python.lock.json, fetched by URL and
-# sha256), on nixpkgs' Python 3.11 instead of Debian's. One attribute per
+# and the same locked wheels (uv.lock's, as nix/wheels.json names them: URL
+# and sha256), on nixpkgs' Python 3.11 instead of Debian's. One attribute per
 # function; each is a docker-archive tarball for `docker load` or
 # `crossplane xpkg build --embed-runtime-image-tarball`.
 { pkgs }:
 let
   lib = pkgs.lib;
   contract = lib.importJSON ../package/image.json;
-  lock = lib.importJSON ../package/python.lock.json;
+  lock = lib.importJSON ./wheels.json; # derived from uv.lock by `make package-lock`
   version = (lib.importTOML ../pyproject.toml).project.version;
   arch = {
     x86_64-linux = "amd64";

@@ -4,17 +4,18 @@ Without a container engine or a registry:
 
 1. three image layers, each cached under ``.cache/package/layers`` by a hash of
    its inputs: Debian bookworm's Python (``package/debian.py``), the locked
-   runtime wheels (``package/python.lock.json``), and the fleetgate wheel built
-   from this checkout;
+   runtime wheels (``uv.lock``), and the fleetgate wheel built from this
+   checkout;
 2. one runtime image archive per function (the same layers; the entrypoint is
    the function's console script), under ``.cache/package/images``;
 3. with the pinned Crossplane CLI, one ``.xpkg`` per function with its runtime
    image embedded, and the Configuration package (XRDs, Compositions and
    ``dependsOn``), into ``dist/package``, plus ``packages.json`` (sizes, digests).
 
-``python -m package.build lock`` rewrites the wheel lock from the development
-environment; ``python -m package.build rootfs DEST`` unpacks the runtime root
-filesystem into DEST (the Dockerfile uses it).
+``python -m package.build lock`` derives ``nix/wheels.json`` from ``uv.lock``
+(``make package-lock`` runs it after ``uv lock``); ``python -m package.build
+rootfs DEST`` unpacks the runtime root filesystem into DEST (the Dockerfile
+uses it).
 """
 
 from __future__ import annotations
@@ -182,12 +183,12 @@ def debian_layer(
 def wheels_layer(
     arch: str, provided: Iterable[str], log: Callable[[str], None]
 ) -> tuple[oci.Layer, dict[str, Any]]:
-    lock = wheels.read_lock()
-    key = digest(json.dumps(lock["wheels"].get(arch), sort_keys=True), HERE / "wheels.py",
+    locked = wheels.image_wheels(wheels.read_lock(), arch)
+    key = digest(json.dumps(locked, sort_keys=True), HERE / "wheels.py",
                  HERE / "elf.py", arch, python_minor())  # fmt: skip
 
     def make(root: Path) -> dict[str, Any]:
-        files = wheels.download(lock, arch, CACHE / "wheels" / arch)
+        files = wheels.download(locked, arch, CACHE / "wheels" / arch)
         wheels.install_wheels(files, root)
         wheels.byte_compile(root, wheels.SITE)
         debian.check_links(root, set(provided))
@@ -429,14 +430,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--refresh", action="store_true", help="re-resolve Debian packages (security updates)"
     )
-    sub.add_parser("lock", help="rewrite package/python.lock.json from this environment")
+    sub.add_parser("lock", help="derive nix/wheels.json from uv.lock")
     root = sub.add_parser("rootfs", help="unpack the runtime root filesystem into DEST")
     root.add_argument("dest", type=Path)
     args = parser.parse_args(argv)
     if args.command == "lock":
-        data = wheels.lock()
-        wheels.LOCK.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {wheels.LOCK.relative_to(REPO)}")
+        wheels.write_nix_wheels()
+        print(f"wrote {wheels.NIX_WHEELS.relative_to(REPO)}")
     elif args.command == "rootfs":
         rootfs(args.dest, arch=args.arch)
     else:

@@ -211,15 +211,31 @@ def test_image_holds_only_the_listed_debian_packages(built: dict[str, Any]) -> N
     assert not set(debian.PACKAGES) & set(debian.LEFT_OUT)
 
 
-def test_lock_is_the_tested_environment() -> None:
-    """The image runs the versions the tests ran: the lock follows this environment."""
+def test_lock_follows_pyproject() -> None:
+    """uv.lock is what `uv lock` makes of pyproject.toml (checked without the network)."""
+    uv = Path(sys.executable).with_name("uv")
+    assert uv.is_file(), f"{uv} missing: run `make`"
+    proc = subprocess.run(
+        [str(uv), "lock", "--check", "--offline", "--quiet"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"run `make package-lock`:\n{proc.stderr}"
+
+
+def test_image_and_tests_run_the_locked_versions() -> None:
+    """The image runs the versions the tests ran: both are uv.lock's."""
     lock = wheels.read_lock()
-    assert lock["requirements"] == wheels.runtime_requirements(), "run `make package-lock`"
-    for arch, entries in lock["wheels"].items():
-        for entry in entries:
-            assert metadata.version(entry["name"]) == entry["version"], (
-                f"{arch}: {entry['name']} is locked at {entry['version']}; run `make package-lock`"
-            )
+    locked = wheels.development_versions(lock)
+    for name, version in locked.items():
+        assert metadata.version(name) == version, f"{name}: not the locked version; run `make`"
+    for arch in wheels.WHEEL_ARCH:
+        for entry in wheels.image_wheels(lock, arch):
+            assert locked[entry["name"]] == entry["version"], f"{arch}: {entry['name']}"
+
+
+def test_nix_wheels_are_derived_from_the_lock() -> None:
+    text = wheels.NIX_WHEELS.read_text()
+    assert json.loads(text) == wheels.nix_wheels(wheels.read_lock()), "run `make package-lock`"
 
 
 # --- starting each function from its package -------------------------------------
