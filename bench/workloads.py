@@ -26,6 +26,7 @@ from bench.world import (
     Pool,
     cluster_name,
     hosted_endpoint,
+    long_name,
     published_cluster,
     published_gateway,
     secret,
@@ -130,8 +131,21 @@ def gateway(clusters: int) -> Workload:
 # --- ModelService ----------------------------------------------------------------
 
 
-def service(entries: int, per_entry: int, gateways: int) -> Workload:
-    """``entries`` x ``per_entry`` endpoints (half fleet-hosted, half third party) x gateways."""
+def service(
+    entries: int,
+    per_entry: int,
+    gateways: int,
+    *,
+    third_party_every: int = 2,
+    long_names: bool = False,
+) -> Workload:
+    """``entries`` x ``per_entry`` endpoints x gateways; every ``third_party_every``-th
+    endpoint is a third-party API with a credential (1: all of them), the rest fleet-hosted.
+    ``long_names`` stretches every name a user picks to a long but plausible length."""
+
+    def named(short: str, width: int) -> str:
+        return long_name(short, width) if long_names else short
+
     xr = {
         "apiVersion": API_VERSION,
         "kind": "ModelService",
@@ -147,23 +161,26 @@ def service(entries: int, per_entry: int, gateways: int) -> Workload:
             ]
         },
     }
-    clusters = 16
+    clusters = [named(cluster_name(i), 60) for i in range(16)]
     endpoints: list[Obj] = []
     secrets: list[Obj] = []
     for i in range(entries):
         for j in range(per_entry):
-            name, labels = f"ep-{i:02d}-{j}", {"entry": f"e{i}"}
-            if (i + j) % 2 == 0:
-                endpoints.append(hosted_endpoint(name, (i * per_entry + j) % clusters, labels))
+            name, labels = named(f"ep-{i:02d}-{j}", 120), {"entry": f"e{i}"}
+            if (i + j) % third_party_every == third_party_every - 1:
+                key = named(f"ep-{i:02d}-{j}-key", 60)
+                model = named("gpt-4o-mini", 60)
+                endpoints.append(third_party_endpoint(name, labels, credential=key, model=model))
+                secrets.append(secret(key, NAMESPACE, {"apiKey": f"sk-{name}"}))
             else:
-                endpoints.append(third_party_endpoint(name, labels, credential=f"{name}-key"))
-                secrets.append(secret(f"{name}-key", NAMESPACE, {"apiKey": f"sk-{name}"}))
+                cluster = clusters[(i * per_entry + j) % len(clusters)]
+                deployment = named("qwen3", 120)
+                endpoints.append(hosted_endpoint(name, cluster, labels, deployment))
     # Every gateway reaches every cluster over mutual TLS, as in a settled fleet.
-    reaches = [cluster_name(i) for i in range(clusters)]
     pool = Pool().add(
-        *(published_cluster(i) for i in range(clusters)),
+        *(published_cluster(i, name=name) for i, name in enumerate(clusters)),
         *(
-            published_gateway(i, cluster=cluster_name(i % clusters), reaches=reaches)
+            published_gateway(i, cluster=clusters[i % len(clusters)], reaches=clusters)
             for i in range(gateways)
         ),
         *endpoints,

@@ -16,9 +16,10 @@ from typing import Any
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e import emulation
 from e2e.pki import ca
-from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, SYSTEM_NAMESPACE
-from fleetgate.core.names import cluster_hostname
+from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMENT, SYSTEM_NAMESPACE
+from fleetgate.core.names import cluster_hostname, label_value
 
 Obj = dict[str, Any]
 
@@ -61,6 +62,11 @@ def cluster_name(index: int) -> str:
     return f"cluster-{index:03d}"
 
 
+def long_name(short: str, width: int) -> str:
+    """``short`` stretched to ``width`` characters: a long but plausible name a user picks."""
+    return short if len(short) >= width else (short + "-" + "x" * width)[:width].rstrip("-")
+
+
 def gateway_name(index: int) -> str:
     return f"gateway-{index:03d}"
 
@@ -82,9 +88,12 @@ def published(kind: str, metadata: Obj, spec: Obj, status: Obj, *ready: tuple[st
     }
 
 
-def published_cluster(index: int, *, gpus: int = 64, providers: tuple[str, ...] = ()) -> Obj:
-    """An InferenceCluster that is registered, trusted and schedulable."""
-    name = cluster_name(index)
+def published_cluster(
+    index: int, *, name: str = "", gpus: int = 64, providers: tuple[str, ...] = ()
+) -> Obj:
+    """An InferenceCluster that is registered, trusted and schedulable (``cluster_name``
+    unless ``name`` is given)."""
+    name = name or cluster_name(index)
     region = ("eu", "us", "ap")[index % 3]
     labels = {"region": region, "tier": "gpu"}
     return published(
@@ -145,21 +154,28 @@ def ready_endpoint(name: str, *, labels: dict[str, str], spec: Obj) -> Obj:
     return published("ModelEndpoint", metadata, spec, {}, ("EndpointReady", "CredentialPresent"))
 
 
-def hosted_endpoint(name: str, cluster: int, labels: dict[str, str]) -> Obj:
+def hosted_endpoint(
+    name: str, cluster: str, labels: dict[str, str], deployment: str = "qwen3"
+) -> Obj:
     """A fleet-hosted endpoint as compose-model-deployment publishes it (mutual TLS hop)."""
-    cname = cluster_name(cluster)
     return ready_endpoint(
         name,
-        labels={**labels, LABEL_CLUSTER: cname, "fleetgate.dev/deployment": "qwen3"},
+        labels={
+            **labels,
+            LABEL_CLUSTER: label_value(cluster),
+            LABEL_DEPLOYMENT: label_value(deployment),
+        },
         spec={
-            "origin": f"https://{cluster_hostname(cname)}",
-            "api": {"schema": "OpenAI", "prefix": f"/{NAMESPACE}/qwen3/v1"},
-            "model": f"{NAMESPACE}/qwen3",
+            "origin": f"https://{cluster_hostname(cluster)}",
+            "api": {"schema": "OpenAI", "prefix": f"/{NAMESPACE}/{deployment}/v1"},
+            "model": f"{NAMESPACE}/{deployment}",
         },
     )
 
 
-def third_party_endpoint(name: str, labels: dict[str, str], credential: str) -> Obj:
+def third_party_endpoint(
+    name: str, labels: dict[str, str], credential: str, model: str = "gpt-4o-mini"
+) -> Obj:
     """A commercial API reached with an API key from a Secret."""
     return ready_endpoint(
         name,
@@ -167,7 +183,7 @@ def third_party_endpoint(name: str, labels: dict[str, str], credential: str) -> 
         spec={
             "origin": f"https://{name}.api.example.com",
             "api": {"schema": "OpenAI", "prefix": "/v1"},
-            "model": "gpt-4o-mini",
+            "model": model,
             "credentialRef": {"name": credential},
         },
     )
@@ -184,26 +200,8 @@ class Pool:
         return self
 
     def select(self, selector: fnv1.ResourceSelector) -> list[Obj]:
-        """What Crossplane resolves ``selector`` to, in a stable order."""
-        found = []
-        for obj in self.objects:
-            meta = obj.get("metadata") or {}
-            if obj.get("apiVersion") != selector.api_version or obj.get("kind") != selector.kind:
-                continue
-            if selector.namespace and meta.get("namespace") != selector.namespace:
-                continue
-            if selector.WhichOneof("match") == "match_name":
-                if meta.get("name") != selector.match_name:
-                    continue
-            else:
-                labels = meta.get("labels") or {}
-                wanted = selector.match_labels.labels
-                if any(labels.get(k) != v for k, v in wanted.items()):
-                    continue
-            found.append(obj)
-        return sorted(
-            found, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])
-        )
+        """What Crossplane resolves ``selector`` to, in its order."""
+        return emulation.resolve(selector, self.objects)
 
 
 def system_secret(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> Obj:

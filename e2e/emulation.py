@@ -130,15 +130,16 @@ class World:
 
     def realise(self, desired: Obj, bundles: set[tuple[str, str]]) -> Obj:
         """The desired object as Crossplane would observe it once its controllers acted."""
-        observed = copy.deepcopy(desired)
-        meta = observed.setdefault("metadata", {})
-        meta.setdefault("name", self._generated_name(desired))
-        if observed["kind"] == "Object" and "forProvider" in observed.get("spec", {}):
-            pc = observed["spec"].get("providerConfigRef", {}).get("name", "")
-            manifest = self.remote(observed["spec"]["forProvider"]["manifest"], pc, bundles)
-            return applied(observed, remote=manifest, **SIMULATED)
-        if observed["kind"] not in KIND_ORDER:
-            return applied(observed, **SIMULATED)
+        spec = desired.get("spec") or {}
+        if desired["kind"] == "Object" and "forProvider" in spec:
+            pc = spec.get("providerConfigRef", {}).get("name", "")
+            manifest = self.remote(spec["forProvider"]["manifest"], pc, bundles)
+            observed = applied(desired, remote=manifest, **SIMULATED)
+        elif desired["kind"] not in KIND_ORDER:
+            observed = applied(desired, **SIMULATED)
+        else:
+            observed = copy.deepcopy(desired)
+        observed.setdefault("metadata", {}).setdefault("name", self._generated_name(desired))
         return observed
 
     def _generated_name(self, desired: Obj) -> str:
@@ -148,8 +149,11 @@ class World:
         return base + suffix[:5]
 
     def remote(self, manifest: Obj, provider_config: str, bundles: set[tuple[str, str]]) -> Obj:
-        """A remote object as its cluster's controllers leave it."""
-        remote = copy.deepcopy(manifest)
+        """A remote object as its cluster's controllers leave it.
+
+        A shallow copy: only top-level keys (status, a ConfigMap's data) are
+        written, and ``applied`` deep-copies what it records."""
+        remote = dict(manifest)
         kind = remote.get("kind")
         name = (remote.get("metadata") or {}).get("name", "")
         status: Obj | None = None

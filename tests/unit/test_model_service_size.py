@@ -1,51 +1,79 @@
 """compose-model-service stays within Crossplane's 4 MiB function messages at the API's maxima.
 
-Sizes, not times: the reference workloads (tests/support/model_service_workloads.py)
-are deterministic, so every request and response has an exact size. Each must
-stay under two thirds of the limit, leaving room for what the workloads do
-not model (``managedFields``, longer server-generated names).
+Sizes, not times: the benchmark's largest ModelService workloads
+(``bench.workloads.service``), settled the way Crossplane would reconcile them
+(``bench.settle``): every request the ModelService and each ModelRoute it
+composes are sent once the fleet is steady, with what a real API server adds
+to observed objects. Each must stay under two thirds of the limit, leaving room
+for what the emulation does not add (``managedFields``, longer generated names).
 """
+
+from collections.abc import Callable, Iterator
 
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from fleetgate.model_service.composer import compose
+from bench.settle import Reconciler, Settled
+from bench.workloads import Workload, service
+from e2e.emulation import World
 from tests.support import xrd_field
-from tests.support.model_service_workloads import MESSAGE_LIMIT, WORKLOADS, Workload, calls
 
+# gRPC's default maximum message size, which Crossplane and the SDK keep.
+MESSAGE_LIMIT = 4 * 1024 * 1024
 HEADROOM = MESSAGE_LIMIT * 2 // 3
+ENTRIES, PER_ENTRY, GATEWAYS = 32, 4, 16  # the largest: 128 backends behind 16 gateways
+
+LARGEST = [
+    pytest.param(lambda: service(ENTRIES, PER_ENTRY, GATEWAYS), id="max"),
+    pytest.param(
+        lambda: service(ENTRIES, PER_ENTRY, GATEWAYS, third_party_every=1), id="max-credentials"
+    ),
+    pytest.param(lambda: service(ENTRIES, PER_ENTRY, GATEWAYS, long_names=True), id="max-long"),
+]
 
 
-@pytest.mark.parametrize("workload", WORKLOADS, ids=[w.name for w in WORKLOADS])
-def test_every_call_fits_with_room_to_spare(workload: Workload) -> None:
-    settled = calls(compose, workload)
-    kinds = [c.who.split(" ")[0] for c in settled]
+def calls(settled: Settled) -> Iterator[Settled]:
+    """Each composed XR's steady call, then its composer's."""
+    for child in settled.children:
+        yield from calls(child)
+    yield settled
+
+
+@pytest.mark.parametrize("build", LARGEST)
+def test_every_call_fits_with_room_to_spare(build: Callable[[], Workload]) -> None:
+    workload = build()
+    steady = list(calls(Reconciler(workload.pool).settle(workload.xr)))
     # One ModelRoute per gateway, then the ModelService that reads them back.
-    assert kinds == ["ModelRoute"] * workload.gateways + ["ModelService"]
-    for call in settled:
-        assert not [r for r in call.response.results if r.severity == fnv1.SEVERITY_FATAL]
-        assert call.request.ByteSize() < HEADROOM, (call.who, call.request.ByteSize())
-        assert call.response.ByteSize() < HEADROOM, (call.who, call.response.ByteSize())
-    # The calls measured are the settled ones: each ModelRoute observed every
-    # Object it composed, and the ModelService saw every route accepted.
-    for call in settled[:-1]:
-        assert set(call.request.observed.resources) == set(call.response.desired.resources)
-    [routing] = settled[-1].response.conditions
-    assert (routing.type, routing.status) == ("RoutingReady", fnv1.STATUS_CONDITION_TRUE)
+    kinds = [s.xr["kind"] for s in steady]
+    assert kinds == ["ModelRoute"] * GATEWAYS + ["ModelService"]
+    for s in steady:
+        who = f"{s.xr['kind']} {s.xr['metadata']['name']}"
+        assert not [r for r in s.response.results if r.severity == fnv1.SEVERITY_FATAL], who
+        assert s.request.ByteSize() < HEADROOM, (who, s.request.ByteSize())
+        assert s.response.ByteSize() < HEADROOM, (who, s.response.ByteSize())
+        # The call measured is the steady one: it observed everything it composed.
+        assert set(s.request.observed.resources) == set(s.response.desired.resources), who
+    assert steady[-1].conditions["RoutingReady"] == "True"
 
 
 def test_the_largest_workload_is_at_the_maxima_the_xrds_allow() -> None:
     # A route's backends are capped at the ModelRoute's maxItems (an AIGatewayRoute
     # rule's limit). The number of gateways serving a service has no such bound in
     # spec: the largest workload's 16 stands for a large fleet.
-    largest = max(WORKLOADS, key=lambda w: (w.backends, w.gateways))
-    assert largest.entries == xrd_field("modelservices", "spec.endpoints")["maxItems"]
-    assert largest.backends == xrd_field("modelroutes", "spec.backends")["maxItems"]
+    workload = service(ENTRIES, PER_ENTRY, GATEWAYS)
+    endpoints = [o for o in workload.pool.objects if o["kind"] == "ModelEndpoint"]
+    assert (
+        len(workload.xr["spec"]["endpoints"])
+        == (xrd_field("modelservices", "spec.endpoints")["maxItems"])
+    )
+    assert len(endpoints) == xrd_field("modelroutes", "spec.backends")["maxItems"]
 
 
-def test_workloads_are_deterministic() -> None:
-    workload = next(w for w in WORKLOADS if w.name == "medium")
-    first, again = calls(compose, workload), calls(compose, workload)
+def test_the_same_fleet_gives_the_same_bytes() -> None:
+    workload, world = service(8, 4, 4), World(load_balancers={})
+    first, again = (
+        list(calls(Reconciler(workload.pool, world=world).settle(workload.xr))) for _ in range(2)
+    )
     for one, other in zip(first, again, strict=True):
         assert one.request.SerializeToString(deterministic=True) == (
             other.request.SerializeToString(deterministic=True)
