@@ -149,66 +149,20 @@ class World:
         return base + suffix[:5]
 
     def remote(self, manifest: Obj, provider_config: str, bundles: set[tuple[str, str]]) -> Obj:
-        """A remote object as its cluster's controllers leave it.
+        """A remote object as its cluster's controllers leave it (``remote_status``), a
+        Gateway with the address its load balancer gave it.
 
         A shallow copy: only top-level keys (status, a ConfigMap's data) are
         written, and ``applied`` deep-copies what it records."""
         remote = dict(manifest)
-        kind = remote.get("kind")
         name = (remote.get("metadata") or {}).get("name", "")
-        status: Obj | None = None
-        if kind == "Gateway":
-            address = self.address(provider_config, name)
-            kind_of = (
-                "IPAddress"
-                if address.replace(".", "").replace(":", "").isalnum()
-                and (address[0].isdigit() or ":" in address)
-                else "Hostname"
-            )
-            status = {
-                "addresses": [{"type": kind_of, "value": address}],
-                "conditions": [_cond("Accepted"), _cond("Programmed")],
-            }
-        elif kind == "ConfigMap" and (provider_config, name) in bundles and "data" not in remote:
-            # trust-manager wrote the Bundle's target; the function only observes it.
-            remote["data"] = {"ca.crt": self.ca_for(provider_config, name).cert_pem.decode()}
-        elif kind in {"HTTPRoute", "InferencePool"}:
-            status = {
-                "parents": [
-                    {
-                        "parentRef": {"name": "parent"},
-                        "controllerName": "sim",
-                        "conditions": [_cond("Accepted"), _cond("ResolvedRefs")],
-                    }
-                ]
-            }
-        elif kind in {"SecurityPolicy", "ClientTrafficPolicy", "BackendTrafficPolicy"}:
-            status = {
-                "ancestors": [
-                    {
-                        "ancestorRef": {"name": "parent"},
-                        "controllerName": "sim",
-                        "conditions": [_cond("Accepted")],
-                    }
-                ]
-            }
-        elif kind == "EnvoyPatchPolicy":
-            status = {"ancestors": [patch_applied(remote, _simulated)]}
-        elif kind == "Deployment":
-            replicas = (remote.get("spec") or {}).get("replicas", 1)
-            status = {
-                "replicas": replicas,
-                "readyReplicas": replicas,
-                "availableReplicas": replicas,
-                "conditions": [_cond("Available"), _cond("Progressing")],
-            }
-        elif kind == "Bundle":
-            status = {"conditions": [_cond("Synced")]}
-        elif kind in {"Certificate", "Issuer", "Release"}:
-            status = {"conditions": [_cond("Ready")]}
-        elif kind in {"Backend", "AIGatewayRoute", "AIServiceBackend", "BackendSecurityPolicy"}:
-            status = {"conditions": [_cond("Accepted")]}
-        if status is not None:
+        if remote.get("kind") == "ConfigMap" and (provider_config, name) in bundles:
+            if "data" not in remote:  # trust-manager wrote the Bundle's target
+                remote["data"] = {"ca.crt": self.ca_for(provider_config, name).cert_pem.decode()}
+            return remote
+        address = self.address(provider_config, name) if remote.get("kind") == "Gateway" else None
+        status = remote_status(remote, address=address)
+        if status:
             remote["status"] = status
         return remote
 
@@ -568,50 +522,71 @@ def _condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
     return found
 
 
-def remote_status(manifest: Obj, ready_replicas: int | None = None) -> Obj:
-    """What a working cluster reports for a remote object, for its generation.
+def remote_status(
+    manifest: Obj, ready_replicas: int | None = None, *, address: str | None = None
+) -> Obj:
+    """What a working cluster's controllers report for a remote object, for its generation.
 
-    A Deployment's status carries the generation it was written for
-    (``status.observedGeneration``); every other controller here stamps each
-    condition (``fleetgate.core.readiness`` cites them). ``ready_replicas``
-    overrides how many of a workload's replicas are ready.
+    The one table of this emulation: each kind's status in its controller's
+    shape (``fleetgate.core.readiness`` cites them), every condition stamped
+    with the generation it was written for where the API has the field
+    (``metav1.Condition``; a Deployment's conditions have none, its status
+    carries ``observedGeneration``). ``ready_replicas`` overrides how many of
+    a workload's replicas are ready; ``address`` is a Gateway's, from its load
+    balancer. A kind no controller reports on gets no status.
     """
-    kind = manifest["kind"]
-
-    def cond(type_: str, status: bool | str, reason: str = "r") -> Obj:
-        return {
-            "type": type_,
-            "status": str(status),
-            "reason": reason,
-            "observedGeneration": GENERATION,
-        }
-
-    if kind == "Deployment":
-        want = manifest["spec"]["replicas"]
-        n = want if ready_replicas is None else ready_replicas
-        available = n >= want - want // 4  # the default maxUnavailable of 25%
-        return {
-            "observedGeneration": GENERATION,
-            "replicas": want,
-            "readyReplicas": n,
-            "availableReplicas": n,
-            "conditions": [{"type": "Available", "status": str(available), "reason": "r"}],
-        }
+    kind = manifest.get("kind")
+    spec = manifest.get("spec") or {}
     # Upstream kinds report for the whole workload, not per replica.
     serving = ready_replicas is None or ready_replicas > 0
-    if kind == "Workspace":
-        return {"conditions": [cond("WorkspaceSucceeded", serving)]}
-    if kind == "RayService":
-        return {"conditions": [cond("Ready", serving)]}
-    if kind == "DynamoGraphDeployment":
-        return {"state": "successful" if serving else "pending"}
-    if kind in ("HTTPRoute", "InferencePool"):
-        return {
-            "parents": [
-                {"parentRef": {"name": "gw"}, "conditions": [cond("Accepted", True, "Accepted")]}
-            ]
-        }
-    return {}
+
+    def cond(type_: str, status: bool = True, reason: str = "Simulated") -> Obj:
+        found = _condition(type_, str(status), reason, SIMULATED_AT)
+        return {**found, "observedGeneration": GENERATION}
+
+    status: Obj = {}
+    match kind:
+        case "Deployment":
+            want = spec.get("replicas", 1)
+            n = want if ready_replicas is None else ready_replicas
+            available = n >= want - want // 4  # the default maxUnavailable of 25%
+            status = {
+                "observedGeneration": GENERATION,
+                "replicas": want,
+                "readyReplicas": n,
+                "availableReplicas": n,
+                "conditions": [_cond("Available", str(available)), _cond("Progressing")],
+            }
+        case "Gateway":
+            status = {"conditions": [cond("Accepted"), cond("Programmed")]}
+            if address is not None:
+                numeric = address.replace(".", "").replace(":", "").isalnum() and (
+                    address[0].isdigit() or ":" in address
+                )
+                kind_of = "IPAddress" if numeric else "Hostname"
+                status["addresses"] = [{"type": kind_of, "value": address}]
+        case "HTTPRoute" | "InferencePool":
+            conditions = [cond("Accepted", reason="Accepted"), cond("ResolvedRefs")]
+            parent = {"parentRef": {"name": "parent"}, "controllerName": "sim"}
+            status = {"parents": [{**parent, "conditions": conditions}]}
+        case "SecurityPolicy" | "ClientTrafficPolicy" | "BackendTrafficPolicy":
+            ancestor = {"ancestorRef": {"name": "parent"}, "controllerName": "sim"}
+            status = {"ancestors": [{**ancestor, "conditions": [cond("Accepted")]}]}
+        case "EnvoyPatchPolicy":
+            status = {"ancestors": [patch_applied(manifest, _simulated)]}
+        case "Workspace":
+            status = {"conditions": [cond("WorkspaceSucceeded", serving)]}
+        case "RayService":
+            status = {"conditions": [cond("Ready", serving)]}
+        case "DynamoGraphDeployment":
+            status = {"state": "successful" if serving else "pending"}
+        case "Bundle":
+            status = {"conditions": [cond("Synced")]}
+        case "Certificate" | "Issuer" | "Release":
+            status = {"conditions": [cond("Ready")]}
+        case "Backend" | "AIGatewayRoute" | "AIServiceBackend" | "BackendSecurityPolicy":
+            status = {"conditions": [cond("Accepted")]}
+    return status
 
 
 def evaluate(cel: str, obj: Obj) -> bool:
