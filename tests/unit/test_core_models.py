@@ -56,7 +56,17 @@ print(sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("fleetgate
     ("function", "kinds_read"),
     [
         pytest.param("model_endpoint", ["endpoint"], id="compose-model-endpoint"),
-        pytest.param("model_deployment", ["cluster", "deployment"], id="compose-model-deployment"),
+        pytest.param(
+            "model_deployment",
+            ["cluster", "cluster_status", "deployment"],
+            id="compose-model-deployment",
+        ),
+        # A service reads what clusters publish, never their spec.
+        pytest.param(
+            "model_service",
+            ["cluster_status", "endpoint", "gateway", "route", "service"],
+            id="compose-model-service",
+        ),
     ],
 )
 def test_a_function_builds_the_models_of_the_kinds_it_reads_only(

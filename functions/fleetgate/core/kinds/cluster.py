@@ -4,9 +4,9 @@ from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
+from fleetgate.core.kinds.cluster_status import InferenceClusterStatus
 from fleetgate.core.models import (
     Composite,
-    Condition,
     LabelKey,
     LabelValue,
     Model,
@@ -69,22 +69,6 @@ class InferenceClusterSpec(Model):
     stack: StackSpec = Field(default_factory=StackSpec)
     kaito: KaitoSpec = Field(default_factory=KaitoSpec)
     schedulable: bool = True
-
-
-class ProviderConfigRef(Model):
-    name: str | None = None
-
-
-class ClusterGatewayStatus(Model):
-    address: str | None = None
-    ca_certificate: str | None = Field(None, alias="caCertificate")
-    hostname: str | None = None
-
-
-class InferenceClusterStatus(Model):
-    provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
-    gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
-    conditions: list[Condition] = []
 
 
 class InferenceCluster(Composite):
