@@ -184,9 +184,18 @@ down:
 crds: $(VENV)/.installed
 	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))
 
+## crane: go-containerregistry's crane at the version tools/crane/go.mod pins, which assembles
+## each function's runtime image from the layers (package/oci.py)
+CRANE_VERSION := $(call pinned,tools/crane/go.mod,github.com/google/go-containerregistry)
+CRANE := $(BIN)/crane-$(CRANE_VERSION)/crane
+$(CRANE): tools/crane/go.mod tools/crane/go.sum
+	cd tools/crane && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/google/go-containerregistry/cmd/crane
+# tests/package builds the packages too (pytest, under deps).
+deps: $(CRANE)
+
 ## packages: every function as a Crossplane package with its runtime image embedded, and the
 ## Configuration, into dist/package (no container engine; layers cached in .cache/package)
-packages: $(VENV)/.installed $(CROSSPLANE) package-host-tools
+packages: $(VENV)/.installed $(CROSSPLANE) $(CRANE) package-host-tools
 	$(PY) -m package.build
 
 ## package-lock: re-lock the Python dependencies of the development environment and the image
@@ -204,7 +213,8 @@ package-host-tools:
 	@test -f /usr/share/keyrings/debian-archive-keyring.gpg || { [ "$$(id -u)" = 0 ] && \
 	  { apt-get install -y -qq debian-archive-keyring >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq debian-archive-keyring >/dev/null; }; }; }
 
-.PHONY: packages package-lock package-host-tools
+.PHONY: packages package-lock package-host-tools crane
+crane: $(CRANE)
 
 clean:
 	rm -rf $(VENV) .cache

@@ -1,13 +1,15 @@
 """Build every Fleetgate package: ``python -m package.build`` (``make packages``).
 
-Without a container engine or a registry:
+Without a container engine or a registry of yours (crane's own, in memory on
+loopback, for the one build):
 
 1. three image layers, each cached under ``.cache/package/layers`` by a hash of
    its inputs: Debian bookworm's Python (``package/debian.py``), the locked
    runtime wheels (``uv.lock``), and the fleetgate wheel built from this
    checkout;
-2. one runtime image archive per function (the same layers; the entrypoint is
-   the function's console script), under ``.cache/package/images``;
+2. one runtime image per function (the same layers; the entrypoint is the
+   function's console script), assembled by the pinned ``crane``
+   (``package/oci.py``) as the tarball the Crossplane CLI embeds;
 3. with the pinned Crossplane CLI, one ``.xpkg`` per function with its runtime
    image embedded, and the Configuration package (XRDs, Compositions and
    ``dependsOn``), into ``dist/package``, plus ``packages.json`` (sizes, digests).
@@ -28,6 +30,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +51,7 @@ HERE = REPO / "package"
 CACHE = REPO / ".cache" / "package"
 DIST = REPO / "dist" / "package"
 CLI = REPO / ".cache" / "bin" / "crossplane"
+CRANE_GO_MOD = REPO / "tools" / "crane" / "go.mod"
 
 # The image contract nix/image.nix reads too (and the Dockerfile is checked against).
 CONTRACT: dict[str, Any] = json.loads((HERE / "image.json").read_text())
@@ -58,6 +62,14 @@ USER: str = CONTRACT["user"]
 ENV: tuple[str, ...] = tuple(CONTRACT["env"])
 CONFIGURATION = "fleetgate"
 REGISTRY = "xpkg.crossplane.io/fleetgate"  # where the packages are pushed by default
+
+
+def crane_binary() -> Path:
+    """Where the Makefile builds crane: keyed by the version tools/crane/go.mod pins."""
+    found = re.search(r"github\.com/google/go-containerregistry (v\S+)", CRANE_GO_MOD.read_text())
+    if found is None:
+        raise SystemExit(f"{CRANE_GO_MOD} pins no go-containerregistry")
+    return REPO / ".cache" / "bin" / f"crane-{found[1]}" / "crane"
 
 
 def project_version() -> str:
@@ -238,14 +250,27 @@ def image_config(function: str) -> dict[str, Any]:
     }
 
 
-def function_image(function: str, arch: str, layers: list[oci.Layer], version: str) -> oci.Image:
+def function_image(
+    function: str, arch: str, layers: list[oci.Layer], version: str
+) -> oci.ImageSpec:
+    """What crane makes of the layers for function: image_config and the labels."""
+    config = image_config(function)
     labels = {
         "org.opencontainers.image.title": function,
         "org.opencontainers.image.version": version,
         "org.opencontainers.image.licenses": "Apache-2.0",
         "org.opencontainers.image.description": "Fleetgate composition function",
     }
-    return oci.image(layers, image_config(function), architecture=arch, labels=labels)
+    return oci.ImageSpec(
+        layers=tuple(layers),
+        architecture=arch,
+        entrypoint=tuple(config["Entrypoint"]),
+        user=config["User"],
+        env=tuple(config["Env"]),
+        workdir=config["WorkingDir"],
+        ports=tuple(config["ExposedPorts"]),
+        labels=tuple(labels.items()),
+    )
 
 
 def _dump_all(path: Path, docs: Iterable[Mapping[str, Any]]) -> None:
@@ -298,19 +323,30 @@ def _mkparent(path: Path) -> Path:
     return path
 
 
-def xpkg_build(stage: Path, out: Path, image: tuple[oci.Image, str] | None = None) -> None:
+def xpkg_build(
+    stage: Path,
+    out: Path,
+    image: tuple[oci.ImageSpec, str] | None = None,
+    crane: oci.Crane | None = None,
+) -> str | None:
     """Run the pinned CLI's ``xpkg build``, embedding (image, ref); skipped if inputs are unchanged.
 
-    The image archive exists only for the build: the .xpkg is the runtime image
-    (``docker load -i`` reads it too).
+    The image tarball (made by crane) exists only for the build: the .xpkg is
+    the runtime image (``docker load -i`` reads it too). Returns the embedded
+    image's digest.
     """
     if not (CLI.is_file() and os.access(CLI, os.X_OK)):
         raise SystemExit(f"the Crossplane CLI is missing at {CLI}: run `make tools`")
-    embedded = f"{image[0].digest} {image[1]}" if image else ""
-    key = digest(*tree_files(stage), embedded, REPO / "tools" / "go.sum")
+    embedded = f"{image[0].key()} {image[1]}" if image else ""
+    key = digest(
+        *tree_files(stage), embedded, REPO / "tools" / "go.sum", CRANE_GO_MOD.parent / "go.sum"
+    )
     sidecar = out.with_name(out.name + ".key")
-    if out.is_file() and sidecar.is_file() and sidecar.read_text() == key:
-        return
+    with contextlib.suppress(OSError, ValueError):
+        recorded = json.loads(sidecar.read_text())
+        if out.is_file() and recorded["key"] == key:
+            return recorded["image"]  # type: ignore[no-any-return]
+    image_digest = None
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fleetgate-xpkg-", dir=CACHE) as work:
         (Path(work) / "examples").mkdir()
@@ -322,12 +358,15 @@ def xpkg_build(stage: Path, out: Path, image: tuple[oci.Image, str] | None = Non
             "--package-file", str(out),
         ]  # fmt: skip
         if image is not None:
-            oci.write_image(Path(work) / "image.tar", *image)
+            if crane is None:
+                raise ValueError("an image needs crane")
+            image_digest = crane.write_image(image[0], Path(work) / "image.tar", image[1])
             command += ["--embed-runtime-image-tarball", str(Path(work) / "image.tar")]
         proc = subprocess.run(command, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"crossplane xpkg build failed for {stage.name}:\n{proc.stderr}")
-    sidecar.write_text(key)
+    sidecar.write_text(json.dumps({"key": key, "image": image_digest}))
+    return image_digest
 
 
 def build(
@@ -343,7 +382,11 @@ def build(
     arch = arch or native_arch()
     version = project_version()
     CACHE.mkdir(parents=True, exist_ok=True)
-    with exclusive(CACHE / "build.lock"):
+    with (
+        exclusive(CACHE / "build.lock"),
+        tempfile.TemporaryDirectory(prefix="fleetgate-crane-", dir=CACHE) as work,
+        oci.Crane(crane_binary(), Path(work)) as crane,
+    ):
         base, base_facts = debian_layer(arch, log, refresh=refresh)
         deps, _ = wheels_layer(arch, base_facts["sonames"], log)
         app, app_facts = project_layer(log)
@@ -363,7 +406,8 @@ def build(
         for function in FUNCTIONS:
             image = function_image(function, arch, layers, version)
             xpkg = out / f"{function}-{version}-{arch}.xpkg"
-            xpkg_build(stage_function(function), xpkg, (image, f"{registry}/{function}:{version}"))
+            ref = f"{registry}/{function}:{version}"
+            image_digest = xpkg_build(stage_function(function), xpkg, (image, ref), crane)
             startable = bool(app_facts["startable"][function])
             if not startable:
                 log(f"warning: {function}: fleetgate has no module for it yet; "
@@ -371,7 +415,7 @@ def build(
             report["functions"][function] = {
                 "package": str(xpkg.relative_to(REPO) if xpkg.is_relative_to(REPO) else xpkg),
                 "package_bytes": xpkg.stat().st_size,
-                "image_manifest": image.digest,
+                "image_manifest": image_digest,
                 "startable": startable,
             }
         configuration = out / f"{CONFIGURATION}-{version}.xpkg"
@@ -408,13 +452,9 @@ def rootfs(dest: Path, *, arch: str | None = None, log: Callable[[str], None] = 
     with exclusive(CACHE / "build.lock"):
         base, facts = debian_layer(arch, log)
         layers = [base, wheels_layer(arch, facts["sonames"], log)[0], project_layer(log)[0]]
-        with tempfile.TemporaryDirectory(dir=CACHE) as work:
-            archive = Path(work) / "image.tar"
-            oci.write_image(
-                archive, oci.image(layers, {}, architecture=arch), "fleetgate/rootfs:build"
-            )
-            dest.mkdir(parents=True, exist_ok=True)
-            oci.unpack_archive(archive, dest)
+        # Our layers applied in order; no crane here (package/Dockerfile runs this).
+        dest.mkdir(parents=True, exist_ok=True)
+        oci.unpack_layers([layer.path for layer in layers], dest)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,11 +1,14 @@
-"""OCI image layers and image archives, written reproducibly without a container engine.
+"""Image layers, written reproducibly without a container engine, and images, made by crane.
 
-A layer is a directory tree written as a tar with every timestamp, owner name
-and ordering fixed, so the same files always give the same digest. An image
-archive is one tar that is at once an OCI image layout (``oci-layout``,
-``index.json``, ``blobs/sha256/…``) and a ``docker save`` archive
-(``manifest.json``): ``docker load``, ``skopeo copy oci-archive:…`` and
-``crossplane xpkg build --embed-runtime-image-tarball`` all read it.
+A layer is a directory tree written as a gzipped tar with every timestamp,
+owner name and ordering fixed, so the same files always give the same digest
+(crane has no command that writes a layer from a directory tree). The runtime
+image is assembled from those layers by go-containerregistry's ``crane`` (the
+version tools/crane/go.mod pins): ``crane append`` onto its empty base keeps
+each layer's bytes and digest, and sets no time (every ``created`` is the zero
+time), ``crane mutate`` sets the config of package/image.json, and the result
+is a ``docker save`` tarball, as ``crossplane xpkg build
+--embed-runtime-image-tarball`` and ``docker load`` read it.
 """
 
 from __future__ import annotations
@@ -15,17 +18,18 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import signal
 import stat
+import subprocess
 import tarfile
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-CONFIG = "application/vnd.oci.image.config.v1+json"
-LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 GZIP_LEVEL = 6
 
 
@@ -126,144 +130,149 @@ def write_layer(root: Path, dest: Path) -> Layer:
     )  # fmt: skip
 
 
-def _blob(data: bytes) -> tuple[str, bytes]:
-    return f"sha256:{hashlib.sha256(data).hexdigest()}", data
-
-
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 0
-    tar.addfile(info, io.BytesIO(data))
-
-
 @dataclass(frozen=True)
-class Image:
-    """An image's config and manifest, as bytes with their digests, and its layers."""
+class ImageSpec:
+    """A runtime image: our layers (base first) and what crane mutate sets on them."""
 
-    architecture: str
     layers: tuple[Layer, ...]
-    config: bytes
-    config_digest: str
-    manifest: bytes
-    digest: str  # of the manifest: what a registry calls the image
+    architecture: str
+    entrypoint: tuple[str, ...]
+    user: str
+    env: tuple[str, ...]
+    workdir: str
+    ports: tuple[str, ...]  # "9443/tcp"
+    labels: tuple[tuple[str, str], ...]
+
+    def key(self) -> str:
+        """A hash of everything the image is made of; the same key gives the same image."""
+        spec = {**asdict(self), "layers": [layer.to_json() for layer in self.layers]}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
-def image(
-    layers: Sequence[Layer],
-    config: Mapping[str, Any],
-    *,
-    architecture: str,
-    labels: Mapping[str, str] | None = None,
-) -> Image:
-    image_config = {
-        "architecture": architecture,
-        "os": "linux",
-        "config": {**config, "Labels": dict(labels or {})},
-        "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
-        "history": [
-            {"created_by": f"fleetgate package/build.py layer {i}"} for i in range(len(layers))
-        ],
-    }
-    config_digest, config_bytes = _blob(_canonical(image_config))
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST,
-        "config": {"mediaType": CONFIG, "digest": config_digest, "size": len(config_bytes)},
-        "layers": [
-            {"mediaType": LAYER, "digest": layer.digest, "size": layer.size} for layer in layers
-        ],
-    }
-    manifest_digest, manifest_bytes = _blob(_canonical(manifest))
-    return Image(
-        architecture, tuple(layers), config_bytes, config_digest, manifest_bytes, manifest_digest
-    )
+class Crane:
+    """go-containerregistry's crane, with its own registry on loopback for the one build.
+
+    ``crane mutate`` (which sets the config) reads its input only from a registry
+    (cmd/crane/cmd/mutate.go: crane.Pull, which is remote.Image), so the layers
+    are first appended onto crane's empty base and pushed into ``crane registry
+    serve``: in memory, on 127.0.0.1, started on first use and stopped on exit.
+    ``mutate -o`` then writes the image as a ``docker save`` tarball, the format
+    ``crossplane xpkg build --embed-runtime-image-tarball`` reads with the same
+    library (tarball.ImageFromPath). Nothing but the loopback address is dialled.
+    """
+
+    def __init__(self, binary: Path, work: Path) -> None:
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            raise SystemExit(f"crane is missing at {binary}: run `make packages`")
+        self.binary, self.work = binary, work
+        # No user's docker config (headers, credential helpers) comes into the build.
+        (work / "docker").mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "DOCKER_CONFIG": str(work / "docker")}
+        self._server: subprocess.Popen[bytes] | None = None
+        self._host = ""
+        self._bases: dict[tuple[str, ...], str] = {}
+
+    def __enter__(self) -> Crane:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.send_signal(signal.SIGINT)  # serve shuts down on interrupt
+            try:
+                self._server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+                self._server.wait()
+
+    def run(self, *args: str) -> str:
+        proc = subprocess.run(
+            [str(self.binary), *args], env=self.env, capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"crane {args[0]} failed:\n{proc.stderr}")
+        return proc.stdout.strip()
+
+    def registry(self) -> str:
+        """host:port of crane's in-memory registry, started on first use."""
+        if self._server is None:
+            log = self.work / "registry.log"
+            with log.open("wb") as out:
+                self._server = subprocess.Popen(
+                    [str(self.binary), "registry", "serve", "--address", "127.0.0.1:0"],
+                    env=self.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while not self._host:
+                found = re.search(rb"serving on port (\d+)", log.read_bytes())
+                if found:
+                    self._host = f"127.0.0.1:{found[1].decode()}"
+                elif self._server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"crane registry serve did not start:\n{log.read_text()}")
+                else:
+                    time.sleep(0.05)
+        return self._host
+
+    def base(self, layers: Sequence[Layer]) -> str:
+        """The layers appended onto the empty OCI base, by digest in the registry."""
+        key = tuple(layer.digest for layer in layers)
+        if key not in self._bases:
+            files = [arg for layer in layers for arg in ("-f", str(layer.path))]
+            self._bases[key] = self.run(
+                "append", "--oci-empty-base", *files,
+                "-t", f"{self.registry()}/fleetgate/layers:build",
+            )  # fmt: skip
+        return self._bases[key]
+
+    def write_image(self, spec: ImageSpec, dest: Path, ref: str) -> str:
+        """Write spec as a tarball tagged ref; its digest as crossplane xpkg build reads it."""
+        if any("," in arg for arg in spec.entrypoint):
+            raise ValueError("crane takes --entrypoint as a comma-separated list")
+        args = [
+            "mutate", self.base(spec.layers),
+            "--set-platform", f"linux/{spec.architecture}",
+            *(f"--entrypoint={arg}" for arg in spec.entrypoint),
+            "--user", spec.user,
+            *(arg for env in spec.env for arg in ("--env", env)),
+            "--workdir", spec.workdir,
+            *(arg for port in spec.ports for arg in ("--exposed-ports", port)),
+            *(arg for k, v in spec.labels for arg in ("--label", f"{k}={v}")),
+            "--tag", ref, "--output", str(dest),
+        ]  # fmt: skip
+        self.run(*args)
+        return self.run("digest", "--tarball", str(dest))
+
+    def export(self, archive: Path) -> subprocess.Popen[bytes]:
+        """``crane export - -``: the image in archive flattened to one tar, on stdout."""
+        with archive.open("rb") as f:
+            return subprocess.Popen(
+                [str(self.binary), "export", "-", "-"], env=self.env, stdin=f,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
 
 
-def write_image(dest: Path, img: Image, ref: str) -> None:
-    """Write an image archive: an OCI image layout that is also a `docker save` archive."""
-    index = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [
-            {
-                "mediaType": MANIFEST,
-                "digest": img.digest,
-                "size": len(img.manifest),
-                "annotations": {
-                    "io.containerd.image.name": ref,
-                    "org.opencontainers.image.ref.name": ref.rpartition(":")[2],
-                },
-                "platform": {"architecture": img.architecture, "os": "linux"},
-            }
-        ],
-    }
-    docker = [
-        {
-            "Config": _blob_path(img.config_digest),
-            "RepoTags": [ref],
-            "Layers": [_blob_path(layer.digest) for layer in img.layers],
-        }
-    ]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}")
-    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-        _add_bytes(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
-        _add_bytes(tar, "index.json", _canonical(index))
-        _add_bytes(tar, "manifest.json", _canonical(docker))
-        _add_bytes(tar, _blob_path(img.config_digest), img.config)
-        _add_bytes(tar, _blob_path(img.digest), img.manifest)
-        for layer in img.layers:
-            info = tarfile.TarInfo(_blob_path(layer.digest))
-            info.size, info.mode, info.mtime = layer.size, 0o644, 0
-            with layer.path.open("rb") as f:
-                tar.addfile(info, f)
-    partial.replace(dest)
+def unpack_layers(layers: Iterable[Path], root: Path) -> None:
+    """Apply our own gzipped layers, base first, onto root, as a container runtime would."""
+    for path in layers:
+        with tarfile.open(path, mode="r:gz") as layer:
+            for member in layer:
+                _apply(layer, member, root)
 
 
-def _blob_path(digest: str) -> str:
-    return "blobs/sha256/" + digest.removeprefix("sha256:")
-
-
-@dataclass(frozen=True)
-class Archive:
-    """An image read back from a docker-save style archive (an image archive or an .xpkg)."""
-
-    config: dict[str, Any]
-    layers: list[str]  # member names, base first
-
-
-def read_archive(path: Path) -> Archive:
-    with tarfile.open(path) as tar:
-        manifest = json.loads(_member(tar, "manifest.json"))
-        if len(manifest) != 1:
-            raise ValueError(f"{path}: expected one image, found {len(manifest)}")
-        config = json.loads(_member(tar, manifest[0]["Config"]))
-        return Archive(config, list(manifest[0]["Layers"]))
-
-
-def _member(tar: tarfile.TarFile, name: str) -> bytes:
-    f = tar.extractfile(name)
-    if f is None:
-        raise ValueError(f"{name} is not a file")
-    return f.read()
-
-
-def unpack_archive(path: Path, root: Path) -> Archive:
-    """Apply every layer of the image in path onto root, as a container runtime would."""
-    image = read_archive(path)
-    with tarfile.open(path) as outer:
-        for name in image.layers:
-            blob = outer.extractfile(name)
-            if blob is None:
-                raise ValueError(f"{path}: layer {name} missing")
-            with tarfile.open(fileobj=blob, mode="r|*") as layer:
-                for member in layer:
-                    _apply(layer, member, root)
-    return image
+def unpack_export(crane: Crane, archive: Path, root: Path) -> None:
+    """The filesystem of the image in archive (a tarball, e.g. an .xpkg), flattened by crane."""
+    proc = crane.export(archive)
+    assert proc.stdout is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as flat:
+            for member in flat:
+                _apply(flat, member, root)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"crane export {archive} failed:\n{err.decode()}")
 
 
 def _apply(layer: tarfile.TarFile, member: tarfile.TarInfo, root: Path) -> None:

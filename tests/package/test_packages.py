@@ -63,11 +63,24 @@ def built() -> dict[str, Any]:
     return build.build(log=lambda _: None)
 
 
+def _member(tar: tarfile.TarFile, name: str) -> bytes:
+    f = tar.extractfile(name)
+    assert f is not None, f"{name} is not a file"
+    return f.read()
+
+
+def read_tarball(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The image config and layer members of a `docker save` tarball, as an .xpkg is one."""
+    with tarfile.open(path) as tar:
+        (image,) = json.loads(_member(tar, "manifest.json"))
+        return json.loads(_member(tar, image["Config"])), list(image["Layers"])
+
+
 def package_documents(xpkg: Path) -> list[dict[str, Any]]:
     """The package.yaml Crossplane reads from a package: metadata first, then its objects."""
-    image = oci.read_archive(xpkg)
+    _, layers = read_tarball(xpkg)
     with tarfile.open(xpkg) as outer:
-        for name in image.layers:
+        for name in layers:
             blob = outer.extractfile(name)
             assert blob is not None
             with tarfile.open(fileobj=blob, mode="r|*") as layer:
@@ -197,11 +210,14 @@ def test_image_contract_is_one_everywhere() -> None:
 def test_image_runs_the_console_script_as_crossplane_expects(
     built: dict[str, Any], function: str
 ) -> None:
-    config = oci.read_archive(package_path(built, function)).config["config"]
+    image, _ = read_tarball(package_path(built, function))
+    config = image["config"]
+    assert (image["os"], image["architecture"]) == ("linux", built["architecture"])
     assert config["Entrypoint"] == [f"/usr/local/bin/{function}"]
     assert config.get("Cmd") is None
     assert config["User"] == "65532:65532", "never root"
     assert config["ExposedPorts"] == {"9443/tcp": {}}
+    assert (config["Env"], config["WorkingDir"]) == (list(build.ENV), "/")
     # Crossplane's runtime sets TLS_SERVER_CERTS_DIR; the image must not decide it.
     assert not any(e.startswith(("TLS_SERVER_CERTS_DIR=", "INSECURE=")) for e in config["Env"])
 
@@ -306,8 +322,12 @@ def unpacked(
     function: str = request.param
     if not built["functions"][function]["startable"]:
         pytest.skip(f"{function}: fleetgate has no module for it yet")
-    root = tmp_path_factory.mktemp(function) / "rootfs"
-    image = oci.unpack_archive(package_path(built, function), root)
+    work = tmp_path_factory.mktemp(function)
+    root = work / "rootfs"
+    root.mkdir()
+    xpkg = package_path(built, function)
+    # The layers flattened by crane export, as a container runtime would apply them.
+    oci.unpack_export(oci.Crane(build.crane_binary(), work), xpkg, root)
     tls = root / TLS_DIR.lstrip("/")
     tls.mkdir(parents=True)
     for name, data in (
@@ -317,7 +337,7 @@ def unpacked(
     ):
         (tls / name).write_bytes(data)
         (tls / name).chmod(0o644)  # the image's user reads them, as from a Secret volume
-    return function, root, image.config["config"]
+    return function, root, read_tarball(xpkg)[0]["config"]
 
 
 def request_for(function: str) -> fnv1.RunFunctionRequest:
