@@ -165,7 +165,8 @@ def image_wheels(lock_data: Mapping[str, Any], arch: str) -> list[dict[str, str]
     for package in closure(lock_data, image_environment(arch)):
         wheel = best_wheel(package, supported)
         algorithm, _, sha256 = wheel["hash"].partition(":")
-        assert algorithm == "sha256", wheel["hash"]
+        if algorithm != "sha256":  # pip's --require-hashes and Nix's fetchurl take sha256
+            raise WheelError(f"uv.lock: {package['name']}: a {algorithm} hash, not sha256")
         entries.append(
             {
                 "name": package["name"],
