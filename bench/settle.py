@@ -22,8 +22,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.world import CREATED, Obj, Pool
 from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, Function, World, fingerprint, registry
-from fleetgate.core.constants import API_GROUP
+from e2e.emulation import Function, World, fingerprint, generated_name, registry
 from fleetgate.core.runner import run_composer
 from fleetgate.core.secrets import LAST_APPLIED
 from tests.support import STATUS_NAMES, request
@@ -94,28 +93,29 @@ class Reconciler:
             name: resource.struct_to_dict(r.resource)
             for name, r in sorted(rsp.desired.resources.items())
         }
-        bundles = emulation.bundles(desired.values())
-        observed, children = {}, []
-        for name, obj in desired.items():
-            meta = obj.setdefault("metadata", {})
-            meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = name
-            meta.setdefault("generateName", f"{xr['metadata']['name']}-")
-            if "namespace" in xr["metadata"]:
-                meta.setdefault("namespace", xr["metadata"]["namespace"])
-            if obj.get("apiVersion", "").split("/")[0] == API_GROUP:
-                children.append(self._child(obj))
-                observed[name] = as_stored(children[-1].xr, xr)
-            else:
-                observed[name] = as_stored(self.world.realise(obj, bundles), xr)
-        return observed, children
+        children: list[Settled] = []
 
-    def _child(self, desired: Obj) -> Settled:
+        def composite(name: str, obj: Obj) -> Obj:
+            children.append(self._child(name, obj, xr))
+            return children[-1].xr
+
+        observed = self.world.observe(
+            desired,
+            owner=xr["metadata"]["name"],
+            control_plane=self.pool.objects,
+            composite=composite,
+        )
+        return {name: as_stored(obj, xr) for name, obj in observed.items()}, children
+
+    def _child(self, name: str, desired: Obj, owner: Obj) -> Settled:
         """An XR composed by the XR under test, reconciled by its own function (memoised)."""
         key = fingerprint(desired)
         if key not in self._children:
             child = {k: v for k, v in desired.items() if k != "status"}
-            child["metadata"] = dict(child["metadata"])
-            child["metadata"].setdefault("name", self.world._generated_name(desired))
+            meta = child["metadata"] = dict(child.get("metadata") or {})
+            meta.setdefault("name", generated_name(name, desired, owner["metadata"]["name"]))
+            if "namespace" in owner["metadata"]:
+                meta.setdefault("namespace", owner["metadata"]["namespace"])
             self._children[key] = self.settle(child)
         return self._children[key]
 
@@ -127,7 +127,8 @@ def _uid(*parts: str) -> str:
 def as_stored(obj: Obj, owner: Obj) -> Obj:
     """A composed resource as the API server hands it back: with what the server adds.
 
-    Metadata (uid, versions, owner reference, finalizer) on the resource, and
+    Metadata (the owner's namespace, uid, versions, owner reference,
+    finalizer) on the resource, and
     on the remote object provider-kubernetes copies into an Object's status
     the same plus the last-applied annotation it writes: a full copy of the
     manifest, which roughly doubles what an observed Object weighs. No
@@ -135,6 +136,8 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
     """
     meta = obj.setdefault("metadata", {})
     owner_meta = owner["metadata"]
+    if "namespace" in owner_meta:  # a namespaced XR composes into its namespace
+        meta.setdefault("namespace", owner_meta["namespace"])
     name = str(meta.get("name", ""))
     meta.update(
         uid=_uid(obj["kind"], name),

@@ -12,12 +12,12 @@ them from here so that they cannot drift apart:
 * Crossplane's side of a call: requirements resolved from what the control
   plane holds (``reconcile``, ``reconcile_example``) and the status it writes
   to an XR from the answer (``xr_status``, ``xr_ready``);
-* observation: a composed resource as Crossplane hands it back on the next
-  pass once the controllers acted (``applied``; ``World.realise``: Ready,
-  Gateway addresses, trust-manager ConfigMaps holding real PEM certificates,
-  each remote controller's status; ``observe``: readiness derived from each
-  Object's policy, as provider-kubernetes does), and Secrets as the API
-  server stores them.
+* observation: composed resources as Crossplane hands them back on the next
+  pass once the controllers acted (``World.observe``: each remote
+  controller's status, Gateway addresses, trust-manager ConfigMaps holding
+  real PEM certificates, Ready derived from each Object's readiness policy
+  as provider-kubernetes does; ``applied`` for a scenario's own answers),
+  and Secrets as the API server stores them.
 """
 
 import base64
@@ -25,6 +25,7 @@ import copy
 import hashlib
 import importlib
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -89,9 +90,9 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(json.dumps(without_times(value), sort_keys=True).encode()).hexdigest()
 
 
-def bundles(composed: Iterable[Obj]) -> set[tuple[str, str]]:
+def bundles_of(composed: Iterable[Obj]) -> set[tuple[str, str]]:
     """(provider config, name) of every trust-manager Bundle among composed Objects: the
-    ConfigMaps trust-manager writes for them hold a CA once observed (``World.realise``)."""
+    ConfigMaps trust-manager writes for them hold a CA once observed (``World.remote``)."""
     found = set()
     for obj in composed:
         manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest") or {}
@@ -128,43 +129,152 @@ class World:
             return f"{spec['ip'].rsplit(':', 1)[0]}:{salt:x}"
         return f"{spec['ip'].rsplit('.', 1)[0]}.{salt}"
 
-    def realise(self, desired: Obj, bundles: set[tuple[str, str]]) -> Obj:
-        """The desired object as Crossplane would observe it once its controllers acted."""
+    def observe(
+        self,
+        desired: Mapping[str, Obj],
+        *,
+        owner: str,
+        previous: Mapping[str, Obj] | None = None,
+        bundles: set[tuple[str, str]] | None = None,
+        control_plane: Iterable[Obj] = (),
+        ready_replicas: Mapping[str, int] | None = None,
+        exists: Callable[[str], bool] = lambda _: True,
+        composite: Callable[[str, Obj], Obj] | None = None,
+    ) -> dict[str, Obj]:
+        """Composed resources (keyed by composition resource name) as Crossplane observes
+        them on the next pass, once applied and their controllers acted (``observe_one``).
+
+        ``bundles`` are the trust-manager Bundles the fleet holds (by default
+        those among ``desired``); what ``exists`` leaves out was never created.
+        """
+        trust = bundles if bundles is not None else bundles_of(desired.values())
+        held = list(control_plane)
+        was = previous or {}
+        return {
+            key: self.observe_one(
+                key,
+                manifest,
+                owner=owner,
+                bundles=trust,
+                control_plane=held,
+                name=((was.get(key) or {}).get("metadata") or {}).get("name"),
+                ready_replicas=(ready_replicas or {}).get(key),
+                composite=composite,
+            )
+            for key, manifest in desired.items()
+            if exists(key)
+        }
+
+    def observe_one(
+        self,
+        key: str,
+        desired: Obj,
+        *,
+        owner: str,
+        bundles: set[tuple[str, str]],
+        control_plane: Iterable[Obj] = (),
+        name: str | None = None,
+        ready_replicas: int | None = None,
+        composite: Callable[[str, Obj], Obj] | None = None,
+    ) -> Obj:
+        """One composed resource as Crossplane observes it once its controllers acted.
+
+        It keeps ``name`` (the one the API server gave it before) or gets one
+        generated from its ``generateName`` or ``owner``, and carries its
+        composition resource name. An Object's remote object is applied with
+        its references filled in from the ``control_plane``'s Secrets, left as
+        the cluster's controllers leave it (``remote``; ``ready_replicas`` of a
+        workload ready), and reported sanitised, with the Ready its readiness
+        policy derives from it, as provider-kubernetes does. A composed XR is
+        what ``composite`` makes of it (its own function's answer), by default
+        Ready.
+        """
         spec = desired.get("spec") or {}
-        if desired["kind"] == "Object" and "forProvider" in spec:
+        if desired.get("kind") == "Object" and "forProvider" in spec:
             pc = spec.get("providerConfigRef", {}).get("name", "")
-            manifest = self.remote(spec["forProvider"]["manifest"], pc, bundles)
-            observed = applied(desired, remote=manifest, **SIMULATED)
-        elif desired["kind"] not in KIND_ORDER:
-            observed = applied(desired, **SIMULATED)
+            manifest = patched(
+                spec["forProvider"]["manifest"], spec.get("references") or [], control_plane
+            )
+            remote = self.remote(manifest, pc, bundles, ready_replicas)
+            ready = object_ready(desired, remote)
+            observed = applied(desired, remote=sanitized(remote), ready=ready, **SIMULATED)
+        elif desired.get("kind") in KIND_ORDER and composite is not None:
+            # A copy: the composed XR's own record is not this observation of it.
+            observed = copy.deepcopy(composite(key, desired))
         else:
-            observed = copy.deepcopy(desired)
-        observed.setdefault("metadata", {}).setdefault("name", self._generated_name(desired))
+            observed = applied(desired, **SIMULATED)
+        meta = observed.setdefault("metadata", {})
+        meta.setdefault("name", name or generated_name(key, desired, owner))
+        meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
         return observed
 
-    def _generated_name(self, desired: Obj) -> str:
-        anno = (desired.get("metadata") or {}).get("annotations") or {}
-        base = str((desired.get("metadata") or {}).get("generateName", "composed-"))
-        suffix = hashlib.sha256(str(anno.get(COMPOSITION_RESOURCE_NAME, "")).encode()).hexdigest()
-        return base + suffix[:5]
+    def remote(
+        self,
+        manifest: Obj,
+        provider_config: str,
+        bundles: set[tuple[str, str]],
+        ready_replicas: int | None = None,
+    ) -> Obj:
+        """A remote object as its cluster holds it once applied (its first generation) and
+        its controllers acted (``remote_status``), a Gateway with the address its load
+        balancer gave it.
 
-    def remote(self, manifest: Obj, provider_config: str, bundles: set[tuple[str, str]]) -> Obj:
-        """A remote object as its cluster's controllers leave it (``remote_status``), a
-        Gateway with the address its load balancer gave it.
-
-        A shallow copy: only top-level keys (status, a ConfigMap's data) are
-        written, and ``applied`` deep-copies what it records."""
+        A shallow copy: only top-level keys (metadata, status, a ConfigMap's
+        data) are written, and ``applied`` deep-copies what it records."""
         remote = dict(manifest)
-        name = (remote.get("metadata") or {}).get("name", "")
+        remote["metadata"] = {**(manifest.get("metadata") or {}), "generation": GENERATION}
+        name = remote["metadata"].get("name", "")
         if remote.get("kind") == "ConfigMap" and (provider_config, name) in bundles:
             if "data" not in remote:  # trust-manager wrote the Bundle's target
                 remote["data"] = {"ca.crt": self.ca_for(provider_config, name).cert_pem.decode()}
             return remote
         address = self.address(provider_config, name) if remote.get("kind") == "Gateway" else None
-        status = remote_status(remote, address=address)
+        status = remote_status(remote, ready_replicas, address=address)
         if status:
             remote["status"] = status
         return remote
+
+
+def patched(manifest: Obj, references: Iterable[Obj], control_plane: Iterable[Obj]) -> Obj:
+    """``manifest`` with an Object's ``references[].patchesFrom`` filled in from the
+    control plane's Secrets, as provider-kubernetes does before it applies it.
+
+    Only what the functions compose: a Secret's ``data[key]`` into ``data[key]``.
+    A reference whose Secret or key is missing leaves the manifest as composed.
+    """
+    out = dict(manifest)
+    secrets = {
+        (s["metadata"].get("namespace"), s["metadata"].get("name")): s.get("data") or {}
+        for s in control_plane
+        if s.get("kind") == "Secret" and isinstance(s.get("metadata"), dict)
+    }
+    for ref in references:
+        source = ref.get("patchesFrom") or {}
+        key = re.fullmatch(r"data\[(.+)\]", str(source.get("fieldPath", "")))
+        target = re.fullmatch(r"data\[(.+)\]", str(ref.get("toFieldPath", "")))
+        if source.get("kind") != "Secret" or key is None or target is None:
+            continue
+        value = secrets.get((source.get("namespace"), source.get("name")), {}).get(key[1])
+        if value is not None:
+            out["data"] = {**(out.get("data") or {}), target[1]: value}
+    return out
+
+
+def sanitized(remote: Obj) -> Obj:
+    """The remote object as ``--sanitize-secrets`` reports it in ``status.atProvider``: a v1
+    Secret's data replaced (provider-kubernetes v1.2.1
+    internal/controller/namespaced/object/object.go:513-521); Ready is still derived from
+    the object itself (object.go:528-532)."""
+    if remote.get("kind") == "Secret" and remote.get("apiVersion") == "v1":
+        return {**remote, "data": {"redacted": None}}
+    return remote
+
+
+def generated_name(key: str, desired: Obj, owner: str) -> str:
+    """The name the API server gives a composed resource: its ``generateName`` (by default
+    its owner's name) and a random suffix, here made repeatable from ``key``."""
+    prefix = (desired.get("metadata") or {}).get("generateName") or f"{owner}-"
+    return prefix + hashlib.sha256(key.encode()).hexdigest()[:5]
 
 
 def patch_applied(policy: Obj, condition: Callable[[str, str, str], Obj]) -> Obj:
@@ -522,6 +632,16 @@ def _condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
     return found
 
 
+# Kinds whose controllers report one condition, True once they acted.
+REPORTED_CONDITIONS = {
+    "Bundle": "Synced",
+    **dict.fromkeys(["Certificate", "Issuer", "Release"], "Ready"),
+    **dict.fromkeys(
+        ["Backend", "AIGatewayRoute", "AIServiceBackend", "BackendSecurityPolicy"], "Accepted"
+    ),
+}
+
+
 def remote_status(
     manifest: Obj, ready_replicas: int | None = None, *, address: str | None = None
 ) -> Obj:
@@ -546,6 +666,9 @@ def remote_status(
 
     status: Obj = {}
     match kind:
+        case "Namespace":  # the API server's, on create (kubernetes v1.35.4
+            # pkg/registry/core/namespace/strategy.go:63-67)
+            status = {"phase": "Active"}
         case "Deployment":
             want = spec.get("replicas", 1)
             n = want if ready_replicas is None else ready_replicas
@@ -580,12 +703,8 @@ def remote_status(
             status = {"conditions": [cond("Ready", serving)]}
         case "DynamoGraphDeployment":
             status = {"state": "successful" if serving else "pending"}
-        case "Bundle":
-            status = {"conditions": [cond("Synced")]}
-        case "Certificate" | "Issuer" | "Release":
-            status = {"conditions": [cond("Ready")]}
-        case "Backend" | "AIGatewayRoute" | "AIServiceBackend" | "BackendSecurityPolicy":
-            status = {"conditions": [cond("Accepted")]}
+        case _ if kind in REPORTED_CONDITIONS:
+            status = {"conditions": [cond(REPORTED_CONDITIONS[str(kind)])]}
     return status
 
 
@@ -597,57 +716,23 @@ def evaluate(cel: str, obj: Obj) -> bool:
     (internal/controller/namespaced/object/object.go:656-674): every number
     is a float64, generations included.
     """
-    env = celpy.Environment()
-    program = env.program(env.compile(cel))
     decoded = json.loads(json.dumps(obj), parse_int=float)
-    return bool(program.evaluate({"object": json_to_cel(decoded)}))
+    return bool(_program(cel).evaluate({"object": json_to_cel(decoded)}))
+
+
+@cache
+def _program(cel: str) -> celpy.Runner:
+    """A readiness query compiled once: every pass of every walk evaluates the same few."""
+    env = celpy.Environment()
+    return env.program(env.compile(cel))
 
 
 def object_ready(obj: Obj, remote: Obj) -> bool:
     """An Object's Ready as provider-kubernetes derives it from its readiness policy."""
-    policy = obj["spec"]["readiness"]
+    policy = obj["spec"].get("readiness") or {"policy": "SuccessfulCreate"}  # its default
     if policy["policy"] == "SuccessfulCreate":
         return True
     if policy["policy"] == "DeriveFromCelQuery":
         return evaluate(policy["celQuery"], remote)
     conditions = remote.get("status", {}).get("conditions", [])
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def observe(
-    desired: Mapping[str, Obj],
-    *,
-    owner: str,
-    ready_replicas: Mapping[str, int] | None = None,
-    exists: Callable[[str], bool] = lambda _: True,
-    previous: Mapping[str, Obj] | None = None,
-) -> dict[str, Obj]:
-    """The desired state as it looks once applied (keyed by composition resource name).
-
-    Each resource keeps the name ``previous`` gave it, as the API server does,
-    or gets one generated from ``owner``; each Object carries its remote object
-    with a working cluster's status (``remote_status``) and the Ready its
-    readiness policy derives; an XR among them is Ready once its function says
-    so. ``ready_replicas`` overrides the ready count of a workload by key;
-    what ``exists`` leaves out was never created.
-    """
-    observed = {}
-    for key, manifest in desired.items():
-        if not exists(key):
-            continue
-        obj = copy.deepcopy(manifest)
-        meta = obj.setdefault("metadata", {})
-        before = ((previous or {}).get(key) or {}).get("metadata", {}).get("name")
-        meta.setdefault("name", before or f"{owner}-{hashlib.sha256(key.encode()).hexdigest()[:5]}")
-        meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-        if obj["kind"] == "Object":
-            remote = copy.deepcopy(obj["spec"]["forProvider"]["manifest"])
-            remote.setdefault("metadata", {})["generation"] = GENERATION
-            remote["status"] = remote_status(remote, (ready_replicas or {}).get(key))
-            obj = applied(
-                obj, remote=remote, ready=object_ready(obj, remote), reason="r", synced="r"
-            )
-        else:  # an XR, ready once its function says so
-            obj["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "r"}]}
-        observed[key] = obj
-    return observed

@@ -27,6 +27,7 @@ from e2e.emulation import (
     World,
     as_stored,
     fingerprint,
+    generated_name,
     patch_applied,
     without_times,
 )
@@ -119,7 +120,7 @@ class Fleet:
 
     def bundles(self) -> set[tuple[str, str]]:
         """(provider config, Bundle name) of every trust-manager Bundle composed so far."""
-        return emulation.bundles(o for res in self.composed.values() for o in res.values())
+        return emulation.bundles_of(o for res in self.composed.values() for o in res.values())
 
     def render_one(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> list[Obj]:
         """Render one XR with everything the control plane holds as required resources."""
@@ -161,31 +162,33 @@ class Fleet:
             self.xrs[key] = {**self.xrs[key], "status": status}
 
     def _apply_composed(self, key: XRKey, composed: list[Obj]) -> None:
-        bundles = self.bundles()
-        now: dict[str, Obj] = {}
+        desired = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d for d in composed}
         children = set()
-        self.desired[key] = {}
-        for desired in composed:
-            name = desired["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]
-            self.desired[key][name] = desired
-            if desired["kind"] in KIND_ORDER:
-                child = self._compose_xr(key, desired)
-                children.add(child)
-                now[name] = self.xrs[child]
-            else:
-                now[name] = self.world.realise(desired, bundles)
+
+        def composite(name: str, xr: Obj) -> Obj:
+            child = self._compose_xr(key, name, xr)
+            children.add(child)
+            return self.xrs[child]
+
+        self.desired[key] = desired
+        self.composed[key] = self.world.observe(
+            desired,
+            owner=key[2],
+            bundles=self.bundles(),
+            control_plane=self.secrets,
+            composite=composite,
+        )
         for child, parent in list(self.owner.items()):
             if parent == key and child not in children:
                 del self.owner[child]
                 self.delete(child)
-        self.composed[key] = now
 
-    def _compose_xr(self, parent: XRKey, desired: Obj) -> XRKey:
+    def _compose_xr(self, parent: XRKey, name: str, desired: Obj) -> XRKey:
         """An XR composed by another: created or updated, its status kept."""
         meta = desired["metadata"]
         obj = {k: v for k, v in desired.items() if k != "status"}
         obj["metadata"] = {k: v for k, v in meta.items() if k not in {"generateName"}}
-        obj["metadata"].setdefault("name", self.world._generated_name(desired))
+        obj["metadata"].setdefault("name", generated_name(name, desired, parent[2]))
         obj["metadata"].setdefault("namespace", parent[1])
         child = key_of(obj)
         if child in self.xrs and "status" in self.xrs[child]:

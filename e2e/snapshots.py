@@ -11,7 +11,7 @@ regeneration would change any byte.
   choice; a new file lists them all.
 * ``observed.yaml`` of each later pass of a walk (``WALKS``): what the pass
   before it composes, as Crossplane observes it. The model-deployment walks
-  observe what working clusters report (``emulation.observe``). The other
+  observe what working clusters report (``emulation.World.observe``). The other
   walks are scenarios whose controllers' answers are the example's own (a
   Gateway's address, a CA's PEM, a route refused): for those the
   composed part of each resource is renewed and what was observed of it is
@@ -157,9 +157,9 @@ def observed(walk: Walk, root: Path = EXAMPLES) -> list[Obj]:
     was = after.observed
     if walk.derived:
         owner = str(after.xr["metadata"]["name"])
-        found = whole(emulation.observe(desired, owner=owner, previous=was))
+        found = whole(emulation.World({}).observe(desired, owner=owner, previous=was))
     else:
-        trust = emulation.bundles(desired.values())
+        trust = emulation.bundles_of(desired.values())
         found = {
             key: renewed(obj, was.get(key), owner=before.xr, bundles=trust)
             for key, obj in desired.items()
@@ -177,12 +177,13 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
     does not write (its status, a trust-manager ConfigMap's data, what a
     controller fills in) and a Secret's data as provider-kubernetes reports it.
     """
+    key = _key(desired, was)
+    if was is None:
+        owned_by = str(owner["metadata"]["name"])
+        return emulation.World({}).observe_one(key, desired, owner=owned_by, bundles=bundles)
     desired = copy.deepcopy(desired)
     meta = desired.setdefault("metadata", {})
-    meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = _key(desired, was)
-    if was is None:
-        meta.setdefault("generateName", f"{owner['metadata']['name']}-")
-        return emulation.World(load_balancers={}).realise(desired, bundles)
+    meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
     obj = {**desired, "metadata": _merged(was.get("metadata") or {}, meta)}
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}

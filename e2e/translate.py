@@ -46,6 +46,7 @@ from typing import Any
 import yaml
 
 from e2e import functions
+from e2e.emulation import patched
 from e2e.fleet import Fleet, Obj
 from e2e.pki import KeyPair, ca, leaf
 
@@ -127,25 +128,6 @@ def _manifest(obj: Obj) -> Obj | None:
     return {k: v for k, v in copy.deepcopy(desired).items() if k != "status"}
 
 
-def _patch_in(manifest: Obj, references: list[Obj], secrets: list[Obj]) -> None:
-    """Apply ``references[].patchesFrom`` from control-plane Secrets, as provider-kubernetes."""
-    for ref in references:
-        source = ref.get("patchesFrom") or {}
-        match = re.fullmatch(r"data\[(.+)\]", str(source.get("fieldPath", "")))
-        target = re.fullmatch(r"data\[(.+)\]", str(ref.get("toFieldPath", "")))
-        if source.get("kind") != "Secret" or match is None or target is None:
-            continue
-        for secret in secrets:
-            meta = secret.get("metadata") or {}
-            if (meta.get("name"), meta.get("namespace")) == (
-                source.get("name"),
-                source.get("namespace"),
-            ):
-                value = (secret.get("data") or {}).get(match.group(1))
-                if value is not None:
-                    manifest.setdefault("data", {})[target.group(1)] = value
-
-
 def cluster_objects(fleet: Fleet) -> dict[str, list[Obj]]:
     """Every remote manifest of the fleet, by the provider config of its cluster."""
     found: dict[str, list[Obj]] = {}
@@ -154,7 +136,7 @@ def cluster_objects(fleet: Fleet) -> dict[str, list[Obj]]:
             manifest = _manifest(obj)
             if manifest is None:
                 continue
-            _patch_in(manifest, obj["spec"].get("references") or [], fleet.secrets)
+            manifest = patched(manifest, obj["spec"].get("references") or [], fleet.secrets)
             pc = obj["spec"]["providerConfigRef"]["name"]
             found.setdefault(pc, []).append(manifest)
     return found
@@ -415,8 +397,7 @@ def example_input(rendered: list[Obj], secrets: list[Obj]) -> list[Obj]:
     for obj in rendered:
         manifest = _manifest(obj)
         if manifest is not None:
-            _patch_in(manifest, obj["spec"].get("references") or [], secrets)
-            objects.append(manifest)
+            objects.append(patched(manifest, obj["spec"].get("references") or [], secrets))
     return holdings(issuance, objects)
 
 

@@ -55,18 +55,18 @@ def settled(example: render.Example, tmp_path: Any) -> list[Any]:
     _, composed, _ = render.split(render.render(example))
     observed = list(example.observed.values())
     seen = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME] for d in observed}
-    created = [
-        o
+    created = {
+        key: o
         for o in composed
         if o["kind"] == "Object"
         and o["spec"]["forProvider"]["manifest"]["kind"] == "Secret"
-        and o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME] not in seen
-    ]
+        and (key := o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]) not in seen
+    }
     if not created:
         return composed
     then = tmp_path / "observed.yaml"
-    world = World(load_balancers={})
-    then.write_text(yaml.safe_dump_all([*observed, *(world.realise(o, set()) for o in created)]))
+    new = World(load_balancers={}).observe(created, owner=example.xr["metadata"]["name"])
+    then.write_text(yaml.safe_dump_all([*observed, *new.values()]))
     _, composed, _ = render.split(render.render(example, observed=then))
     return composed
 

@@ -6,8 +6,9 @@ Crossplane's function runner: first call with nothing resolved, then resolve
 every requirement the function declared from the world and call again, until
 the requirements stop changing. ``walk`` repeats that pass after pass, feeding
 each pass's desired state back as observed state the way the controllers
-would (``e2e.emulation.World.realise``: Ready, Gateway addresses, trust-manager
-ConfigMaps with real PEMs) and the XR's status back into the XR.
+would (``e2e.emulation.World.observe``: each controller's status, Gateway
+addresses, trust-manager ConfigMaps with real PEMs, Ready as each readiness
+policy derives it) and the XR's status back into the XR.
 """
 
 import base64
@@ -23,7 +24,7 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, KIND_ORDER, Answer, Unresolved, World
+from e2e.emulation import COMPOSITION_RESOURCE_NAME, Answer, Unresolved, World
 from e2e.fleet import Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
@@ -125,30 +126,6 @@ def reconcile_with(
     return Call(req, rsp)
 
 
-def realise(desired: dict[str, Obj], previous: dict[str, Obj] | None = None) -> dict[str, Obj]:
-    """The desired resources as Crossplane observes them once their controllers acted.
-
-    Each keeps its composition-resource name as metadata annotation (what
-    ``crossplane render --observed-resources`` keys on) and the name it got
-    before, like the API server.
-    """
-    bundles = emulation.bundles(desired.values())
-    observed = {}
-    for name, obj in sorted(desired.items()):
-        tagged = copy.deepcopy(obj)
-        meta = tagged.setdefault("metadata", {})
-        meta.setdefault("annotations", {})["crossplane.io/composition-resource-name"] = name
-        before = (previous or {}).get(name)
-        if before is not None:
-            meta.setdefault("name", before["metadata"]["name"])
-        if tagged.get("kind") in KIND_ORDER:
-            meta.setdefault("name", f"{name}-xr")
-            observed[name] = tagged
-        else:
-            observed[name] = CONTROLLERS.realise(tagged, bundles)
-    return observed
-
-
 @dataclass
 class Walk:
     """Passes of one XR over one world; each pass's call kept."""
@@ -167,7 +144,10 @@ class Walk:
         answered = reconcile(composer(self.kind), self.xr, self.world, self.observed)
         self.calls.append(answered)
         if not answered.fatal:
-            self.observed = realise(answered.desired, self.observed)
+            owner, was = self.xr["metadata"]["name"], self.observed
+            self.observed = CONTROLLERS.observe(
+                answered.desired, owner=owner, previous=was, control_plane=self.world
+            )
             if answered.status is not None:
                 self.xr = {**self.xr, "status": answered.status}
         return answered

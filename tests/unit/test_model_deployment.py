@@ -118,7 +118,8 @@ def observe(
 
     ``ready_replicas`` overrides the ready count of an engine Deployment by key.
     """
-    return emulation.observe(desired, owner=NAME, ready_replicas=ready_replicas, exists=exists)
+    clusters = emulation.World(load_balancers={})
+    return clusters.observe(desired, owner=NAME, ready_replicas=ready_replicas, exists=exists)
 
 
 def required(*clusters: dict[str, Any], peers: tuple[dict[str, Any], ...] = ()) -> Any:
