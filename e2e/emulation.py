@@ -27,7 +27,7 @@ import importlib
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -138,6 +138,8 @@ class World:
         bundles: set[tuple[str, str]] | None = None,
         control_plane: Iterable[Obj] = (),
         ready_replicas: Mapping[str, int] | None = None,
+        answers: Mapping[str, Obj] | None = None,
+        creating: Container[str] = (),
         exists: Callable[[str], bool] = lambda _: True,
         composite: Callable[[str, Obj], Obj] | None = None,
     ) -> dict[str, Obj]:
@@ -146,6 +148,9 @@ class World:
 
         ``bundles`` are the trust-manager Bundles the fleet holds (by default
         those among ``desired``); what ``exists`` leaves out was never created.
+        A scenario's own controllers speak through ``answers`` (by resource, a
+        merge patch over its remote object: ``None`` where they wrote nothing)
+        and ``creating`` (resources their provider has not reported Ready yet).
         """
         trust = bundles if bundles is not None else bundles_of(desired.values())
         held = list(control_plane)
@@ -159,6 +164,8 @@ class World:
                 control_plane=held,
                 name=((was.get(key) or {}).get("metadata") or {}).get("name"),
                 ready_replicas=(ready_replicas or {}).get(key),
+                answer=(answers or {}).get(key),
+                creating=key in creating,
                 composite=composite,
             )
             for key, manifest in desired.items()
@@ -175,6 +182,8 @@ class World:
         control_plane: Iterable[Obj] = (),
         name: str | None = None,
         ready_replicas: int | None = None,
+        answer: Obj | None = None,
+        creating: bool = False,
         composite: Callable[[str, Obj], Obj] | None = None,
     ) -> Obj:
         """One composed resource as Crossplane observes it once its controllers acted.
@@ -184,10 +193,11 @@ class World:
         composition resource name. An Object's remote object is applied with
         its references filled in from the ``control_plane``'s Secrets, left as
         the cluster's controllers leave it (``remote``; ``ready_replicas`` of a
-        workload ready), and reported sanitised, with the Ready its readiness
-        policy derives from it, as provider-kubernetes does. A composed XR is
-        what ``composite`` makes of it (its own function's answer), by default
-        Ready.
+        workload ready; a scenario's ``answer`` merged over it), and reported
+        sanitised, with the Ready its readiness policy derives from it, as
+        provider-kubernetes does. A composed XR is what ``composite`` makes of
+        it (its own function's answer), by default Ready. Nothing is Ready
+        while ``creating``.
         """
         spec = desired.get("spec") or {}
         if desired.get("kind") == "Object" and "forProvider" in spec:
@@ -195,14 +205,14 @@ class World:
             manifest = patched(
                 spec["forProvider"]["manifest"], spec.get("references") or [], control_plane
             )
-            remote = self.remote(manifest, pc, bundles, ready_replicas)
-            ready = object_ready(desired, remote)
+            remote = merged(self.remote(manifest, pc, bundles, ready_replicas), answer or {})
+            ready = not creating and object_ready(desired, remote)
             observed = applied(desired, remote=sanitized(remote), ready=ready, **SIMULATED)
         elif desired.get("kind") in KIND_ORDER and composite is not None:
             # A copy: the composed XR's own record is not this observation of it.
             observed = copy.deepcopy(composite(key, desired))
         else:
-            observed = applied(desired, **SIMULATED)
+            observed = applied(desired, ready=not creating, **SIMULATED)
         meta = observed.setdefault("metadata", {})
         meta.setdefault("name", name or generated_name(key, desired, owner))
         meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
@@ -257,6 +267,20 @@ def patched(manifest: Obj, references: Iterable[Obj], control_plane: Iterable[Ob
         value = secrets.get((source.get("namespace"), source.get("name")), {}).get(key[1])
         if value is not None:
             out["data"] = {**(out.get("data") or {}), target[1]: value}
+    return out
+
+
+def merged(was: Obj, now: Obj) -> Obj:
+    """``now`` over ``was`` as a JSON merge patch (RFC 7386): maps merged key by key,
+    what ``was`` holds besides ``now`` kept, a null in ``now`` removing the key."""
+    out = copy.deepcopy(was)
+    for key, value in now.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
     return out
 
 
@@ -632,9 +656,24 @@ def _condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
     return found
 
 
+# What the API server itself writes on create, whatever the generation.
+SERVER_STATUS: dict[str, Obj] = {
+    # kubernetes v1.35.4 pkg/registry/core/namespace/strategy.go:63-67
+    "Namespace": {"phase": "Active"},
+    # apiextensions-apiserver v0.35.4: pkg/controller/status/naming_controller.go and
+    # pkg/controller/establish/establishing_controller.go:157-163; a CRD condition
+    # carries no observedGeneration (pkg/apihelpers/helpers.go:76-90 sets none)
+    "CustomResourceDefinition": {
+        "conditions": [
+            _condition("NamesAccepted", "True", "NoConflicts", SIMULATED_AT),
+            _condition("Established", "True", "InitialNamesAccepted", SIMULATED_AT),
+        ]
+    },
+}
 # Kinds whose controllers report one condition, True once they acted.
 REPORTED_CONDITIONS = {
     "Bundle": "Synced",
+    "GatewayClass": "Accepted",  # Envoy Gateway's GatewayClass controller
     **dict.fromkeys(["Certificate", "Issuer", "Release"], "Ready"),
     **dict.fromkeys(
         ["Backend", "AIGatewayRoute", "AIServiceBackend", "BackendSecurityPolicy"], "Accepted"
@@ -666,9 +705,8 @@ def remote_status(
 
     status: Obj = {}
     match kind:
-        case "Namespace":  # the API server's, on create (kubernetes v1.35.4
-            # pkg/registry/core/namespace/strategy.go:63-67)
-            status = {"phase": "Active"}
+        case _ if kind in SERVER_STATUS:
+            status = copy.deepcopy(SERVER_STATUS[str(kind)])
         case "Deployment":
             want = spec.get("replicas", 1)
             n = want if ready_replicas is None else ready_replicas

@@ -36,7 +36,14 @@ import yaml
 from crossplane.function import resource
 
 from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, EXAMPLES, STATUS_NAMES, Example, Obj
+from e2e.emulation import (
+    COMPOSITION_RESOURCE_NAME,
+    EXAMPLES,
+    STATUS_NAMES,
+    Example,
+    Obj,
+    merged,
+)
 
 EXPECT_HEADER = "# What the tests check after rendering this example.\n"
 OBSERVED_HEADER = "# Composed resources as Crossplane observes them after the previous pass.\n"
@@ -184,7 +191,7 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
     desired = copy.deepcopy(desired)
     meta = desired.setdefault("metadata", {})
     meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-    obj = {**desired, "metadata": _merged(was.get("metadata") or {}, meta)}
+    obj = {**desired, "metadata": merged(was.get("metadata") or {}, meta)}
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}
     if "status" in was:
@@ -192,7 +199,7 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
         remote = (obj["status"].get("atProvider") or {}).get("manifest")
         applied = (desired.get("spec") or {}).get("forProvider", {}).get("manifest")
         if isinstance(remote, dict) and isinstance(applied, dict):
-            renewed_remote = _merged(remote, applied)
+            renewed_remote = merged(remote, applied)
             if applied.get("kind") == "Secret" and "data" in remote:
                 # --sanitize-secrets: provider-kubernetes never reports a Secret's data.
                 renewed_remote["data"] = remote["data"]
@@ -203,17 +210,6 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
 def _key(desired: Obj, was: Obj | None) -> str:
     annotations = ((was or desired).get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(COMPOSITION_RESOURCE_NAME, ""))
-
-
-def _merged(was: Obj, now: Obj) -> Obj:
-    """``now`` over ``was``, map by map: what ``was`` holds besides ``now`` is kept."""
-    out = copy.deepcopy(was)
-    for key, value in now.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 # --- writing ----------------------------------------------------------------------------

@@ -1,12 +1,11 @@
 """Fixtures for the compose-inference-cluster tests: XRs, fleet gateways, and Crossplane's loop.
 
 ``settle`` plays Crossplane and the providers: it feeds each pass's desired
-resources back as observed ones (Ready, with the remote object in
-``status.atProvider.manifest``) until nothing new is composed. Nothing here is
+resources back as observed ones (``e2e.emulation.World.observe``, with the
+test's own controller answers patched over) until nothing new is composed. Nothing here is
 a test; the tables live in the ``test_inference_cluster*`` modules.
 """
 
-import copy
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -19,6 +18,9 @@ CLUSTER = "eu-west"
 ADDRESS = "203.0.113.10"
 KUBECONFIG = "eu-west-kubeconfig"
 Resources = dict[str, dict[str, Any]]
+# The cluster's controllers (e2e.emulation), one for the run: the same Bundle holds
+# the same CA in every test.
+CLUSTERS = emulation.World(load_balancers={})
 
 
 @cache
@@ -59,12 +61,13 @@ def manifest_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def cluster_side(address: str | None = ADDRESS, cluster_ca: str | None = None) -> Resources:
-    """What controllers on the cluster add: the Gateway's address, trust-manager's CA copy."""
+    """What controllers on the cluster add (merge patches over what ``e2e.emulation``'s
+    controllers report): the Gateway's address, trust-manager's CA copy."""
     remote: Resources = {
         "ca-published": {"data": {"ca.crt": cluster_ca or ca_pem("cluster")}},
     }
-    if address is not None:
-        remote["gateway"] = {"status": {"addresses": [{"type": "IPAddress", "value": address}]}}
+    addresses = None if address is None else [{"type": "IPAddress", "value": address}]
+    remote["gateway"] = {"status": {"addresses": addresses}}
     return remote
 
 
@@ -75,15 +78,13 @@ def observe(
     ready: Callable[[str], bool] = lambda _: True,
     previous: Resources | None = None,
 ) -> Resources:
-    """Desired resources as Crossplane observes them once the providers acted."""
-    observed: Resources = {}
-    for name, obj in desired.items():
-        seen = copy.deepcopy(obj)
-        seen.setdefault("metadata", {}).setdefault("name", f"{CLUSTER}-{name}")
-        remote_obj = None
-        if seen.get("kind") == "Object":
-            remote_obj = {**seen["spec"]["forProvider"]["manifest"], **(remote or {}).get(name, {})}
-        observed[name] = emulation.applied(seen, remote=remote_obj, ready=ready(name))
+    """Desired resources as Crossplane observes them once the providers acted: the
+    cluster's controllers answering what ``remote`` says (by resource), Ready as
+    each readiness policy derives it unless ``ready`` says a resource is not yet;
+    what ``previous`` holds that is no longer desired is still there."""
+    observed = CLUSTERS.observe(
+        desired, owner=CLUSTER, answers=remote, creating={n for n in desired if not ready(n)}
+    )
     for name, obj in (previous or {}).items():
         observed.setdefault(name, obj)
     return observed
