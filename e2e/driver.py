@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from e2e.emulation import merge_patch
 from e2e.fleet import Fleet, Obj, XRKey, fingerprint
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
@@ -254,19 +255,6 @@ def trust_problems(published: dict[str, str], trusted: dict[str, str | None]) ->
                 f"not the {len(published)} published CAs"
             )
     return problems
-
-
-def merge_patch(target: Obj, patch: Obj) -> Obj:
-    """RFC 7386 JSON merge patch, as the API server applies ``--type merge``."""
-    out = copy.deepcopy(target)
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge_patch(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 # --- the in-process emulation -------------------------------------------------------

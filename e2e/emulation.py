@@ -205,7 +205,7 @@ class World:
             manifest = patched(
                 spec["forProvider"]["manifest"], spec.get("references") or [], control_plane
             )
-            remote = merged(self.remote(manifest, pc, bundles, ready_replicas), answer or {})
+            remote = merge_patch(self.remote(manifest, pc, bundles, ready_replicas), answer or {})
             ready = not creating and object_ready(desired, remote)
             observed = applied(desired, remote=sanitized(remote), ready=ready, **SIMULATED)
         elif desired.get("kind") in KIND_ORDER and composite is not None:
@@ -270,15 +270,15 @@ def patched(manifest: Obj, references: Iterable[Obj], control_plane: Iterable[Ob
     return out
 
 
-def merged(was: Obj, now: Obj) -> Obj:
-    """``now`` over ``was`` as a JSON merge patch (RFC 7386): maps merged key by key,
-    what ``was`` holds besides ``now`` kept, a null in ``now`` removing the key."""
-    out = copy.deepcopy(was)
-    for key, value in now.items():
+def merge_patch(target: Obj, patch: Obj) -> Obj:
+    """``patch`` over ``target`` as an RFC 7386 JSON merge patch (the API server's
+    ``--type merge``): maps merged key by key, a null removing the key."""
+    out = copy.deepcopy(target)
+    for key, value in patch.items():
         if value is None:
             out.pop(key, None)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
+            out[key] = merge_patch(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out

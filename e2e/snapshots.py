@@ -42,7 +42,7 @@ from e2e.emulation import (
     STATUS_NAMES,
     Example,
     Obj,
-    merged,
+    merge_patch,
 )
 
 EXPECT_HEADER = "# What the tests check after rendering this example.\n"
@@ -191,7 +191,7 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
     desired = copy.deepcopy(desired)
     meta = desired.setdefault("metadata", {})
     meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-    obj = {**desired, "metadata": merged(was.get("metadata") or {}, meta)}
+    obj = {**desired, "metadata": merge_patch(was.get("metadata") or {}, meta)}
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}
     if "status" in was:
@@ -199,7 +199,7 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
         remote = (obj["status"].get("atProvider") or {}).get("manifest")
         applied = (desired.get("spec") or {}).get("forProvider", {}).get("manifest")
         if isinstance(remote, dict) and isinstance(applied, dict):
-            renewed_remote = merged(remote, applied)
+            renewed_remote = merge_patch(remote, applied)
             if applied.get("kind") == "Secret" and "data" in remote:
                 # --sanitize-secrets: provider-kubernetes never reports a Secret's data.
                 renewed_remote["data"] = remote["data"]
