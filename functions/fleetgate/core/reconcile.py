@@ -118,12 +118,17 @@ class Reconcile:
     _status: dict[str, Any] = field(default_factory=dict)
     _waiting: bool | None = None
     _observed: dict[str, Observed] = field(default_factory=dict)
+    _observed_composite: Observed | None = None
 
     # --- reading -----------------------------------------------------------
 
     @property
-    def observed_composite(self) -> dict[str, Any]:
-        return structs.to_dict(self.req.observed.composite.resource)
+    def observed_composite(self) -> Observed:
+        """The XR as Crossplane observed it (what the function wrote to its status
+        before included): a view that converts only what is read, like ``observed``."""
+        if self._observed_composite is None:
+            self._observed_composite = Observed(self.req.observed.composite.resource)
+        return self._observed_composite
 
     def composite(self, model: type[C]) -> C:
         """The observed XR as a typed model; InputError names a malformed field."""
@@ -328,11 +333,8 @@ class Reconcile:
         if self._status:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
         false_now = [c.type for c in self.rsp.conditions if c.status == _STATUS["False"]]
-        observed = structs.to_dict(
-            self.req.observed.composite.resource,
-            only={"metadata": {"creationTimestamp": None}, "status": {"conditions": None}},
-        )
-        conditions = (observed.get("status") or {}).get("conditions") or []
+        conditions = self.observed_composite.get("status", "conditions")
+        conditions = conditions if isinstance(conditions, list) else []
         # A composed resource not ready yet is a wait too: its readiness reaches
         # the XR only on a later call, and a settled TTL (or an open watch
         # circuit breaker) would hold that call back by up to SETTLED.
@@ -343,7 +345,7 @@ class Reconcile:
             false_now=false_now,
             observed_conditions=[c for c in conditions if isinstance(c, dict)],
             now=datetime.now(UTC),
-            created=(observed.get("metadata") or {}).get("creationTimestamp"),
+            created=self.observed_composite.get("metadata", "creationTimestamp"),
         )
         self.rsp.meta.ttl.FromTimedelta(ttl)
 

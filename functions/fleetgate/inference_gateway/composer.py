@@ -17,7 +17,7 @@ from typing import Any
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import configmap_value, dig
+from fleetgate.core.observed import configmap_value
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.secrets import secret_patch
@@ -55,7 +55,7 @@ def compose(rec: Reconcile) -> None:
         # (they are required resources): ask again soon (core.pacing).
         rec.set_waiting(True)
     on.cluster_cas(reachable)
-    on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite))
+    on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite.to_dict()))
     if isinstance(front_door, Verdict):
         _report(rec, gateway, names, front_door)
     else:
@@ -74,7 +74,7 @@ def _report_mutual_tls(rec: Reconcile, reachable: list[PublishedCluster] | None)
     published list stands.
     """
     if reachable is None:
-        previous = dig(rec.observed_composite, "status", "reachableClusters")
+        previous = rec.observed_composite.get("status", "reachableClusters")
         if isinstance(previous, list):
             rec.set_status(reachableClusters=previous)
         return

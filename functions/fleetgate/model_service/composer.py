@@ -23,7 +23,7 @@ def compose(rec: Reconcile) -> None:
     kind = rec.req.observed.composite.resource.fields.get("kind")
     composer = COMPOSERS.get(kind.string_value) if kind else None
     if composer is None:
-        where = describe_object(rec.observed_composite, "composite")
+        where = describe_object(rec.observed_composite.to_dict(), "composite")
         raise InputError(
             f"invalid {where}: kind: compose-model-service composes {' and '.join(COMPOSERS)} only"
         )

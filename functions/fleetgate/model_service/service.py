@@ -244,7 +244,8 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     for name in sorted(rec.req.observed.resources):
         _carry_over(rec, name)
     # Status the function wrote before stays until it can be recomputed.
-    previous = rec.observed_composite.get("status") or {}
+    previous = rec.observed_composite.get("status")
+    previous = previous if isinstance(previous, dict) else {}
     rec.set_status(**{k: previous[k] for k in ("gateways", "endpoints") if k in previous})
     rec.condition(
         CONDITION,
