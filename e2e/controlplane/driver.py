@@ -99,9 +99,13 @@ class ControlPlane:
         start = self._since
         problems = self._poll(holds, HOLD_TIMEOUT_S)
         if problems:
+            # What the control plane says of itself is where to look next.
+            meanwhile = self._poll(lambda: fleet.not_converged(self.cp), 0) or ["nothing"]
             raise DrillError(
                 f"{what}: not so {HOLD_TIMEOUT_S:.0f}s after the change; still:\n  "
                 + "\n  ".join(problems)
+                + "\nand not converged meanwhile:\n  "
+                + "\n  ".join(meanwhile)
             )
         held = time.monotonic() - start
         tolerated = tuple(f"{describe(k)}: " for k in tolerate)
