@@ -25,6 +25,7 @@ from e2e.functions import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "crossplane-system"
+VALUES = REPO / "package" / "install" / "crossplane-values.yaml"
 MODULE = "github.com/crossplane/crossplane/v2"
 INIT_ATTEMPTS = 5
 
@@ -39,9 +40,13 @@ def chart_objects() -> list[Obj]:
         module_dir() / "cluster" / "charts" / "crossplane",
         "crossplane",
         NAMESPACE,
-        # No webhook can reach a process outside the cluster network; the
-        # chart's own switch turns them off in every container it renders.
-        {"webhooks": {"enabled": False}},
+        {
+            # What package/install/crossplane-values.yaml tells users to install with.
+            **yaml.safe_load(VALUES.read_text()),
+            # No webhook can reach a process outside the cluster network; the
+            # chart's own switch turns them off in every container it renders.
+            "webhooks": {"enabled": False},
+        },
     )
 
 
