@@ -16,23 +16,28 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.world import CREATED, Obj, Pool
 from e2e import emulation
-from e2e.emulation import Function, World, fingerprint, generated_name, registry
+from e2e.emulation import (
+    Function,
+    NotSettledError,
+    World,
+    fingerprint,
+    generated_name,
+    registry,
+    until_settled,
+)
 from fleetgate.core.runner import run_composer
 from fleetgate.core.secrets import LAST_APPLIED
 from tests.support import STATUS_NAMES, request
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
-
-
-class NotSettledError(RuntimeError):
-    """The XR never stopped changing, or the function refused its input."""
 
 
 @dataclass
@@ -61,29 +66,29 @@ class Reconciler:
 
     def settle(self, xr: Obj, *, max_passes: int = MAX_PASSES) -> Settled:
         function = self.registry[xr["kind"]]
-        xr = copy.deepcopy(xr)
-        required: dict[str, list[Obj]] = {}
-        observed: dict[str, Obj] = {}
-        last = ""
-        for number in range(1, max_passes + 1):
-            req = request(xr, required=required, observed=observed)
+        what = f"{xr['kind']} {xr['metadata']['name']}"
+        at: dict[str, Any] = {"xr": copy.deepcopy(xr), "required": {}, "observed": {}}
+        passes: list[Settled] = []
+
+        def run_pass(number: int) -> str:
+            req = request(at["xr"], required=at["required"], observed=at["observed"])
             if function.input is not None:
                 req.input.update(function.input)
             rsp = run_composer(function.compose, req)
             fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
             if fatal:
-                raise NotSettledError(f"{xr['kind']} {xr['metadata']['name']}: {fatal[0]}")
-            required = {
+                raise NotSettledError(f"{what}: {fatal[0]}")
+            at["required"] = {
                 key: self.pool.select(selector)
                 for key, selector in sorted(rsp.requirements.resources.items())
             }
-            observed, children = self._observe(xr, rsp)
-            xr = with_status(xr, rsp)
-            state = fingerprint({"xr": xr, "required": required, "observed": observed})
-            if state == last:
-                return Settled(req, rsp, xr, number, children)
-            last = state
-        raise NotSettledError(f"{xr['kind']} {xr['metadata']['name']}: no steady state")
+            at["observed"], children = self._observe(at["xr"], rsp)
+            at["xr"] = with_status(at["xr"], rsp)
+            passes.append(Settled(req, rsp, at["xr"], number, children))
+            return fingerprint(at)
+
+        until_settled(run_pass, fingerprint(at), max_passes=max_passes, what=what)
+        return passes[-1]
 
     def _observe(
         self, xr: Obj, rsp: fnv1.RunFunctionResponse

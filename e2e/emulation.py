@@ -12,6 +12,8 @@ them from here so that they cannot drift apart:
 * Crossplane's side of a call: requirements resolved from what the control
   plane holds (``reconcile``, ``reconcile_example``) and the status it writes
   to an XR from the answer (``xr_status``, ``xr_ready``);
+* when to stop: passes run until one changes nothing, and fail at once when
+  they oscillate (``until_settled``, the one stop rule of every walk);
 * observation: composed resources as Crossplane hands them back on the next
   pass once the controllers acted (``World.observe``: each remote
   controller's status, Gateway addresses, trust-manager ConfigMaps holding
@@ -609,6 +611,36 @@ def xr_status(
         conditions.append(_condition("Synced", "True", "ReconcileSuccess", stamp))
     status["conditions"] = conditions
     return status
+
+
+# --- passes, until the control plane is at rest ----------------------------------------
+
+
+class NotSettledError(RuntimeError):
+    """Passes kept changing what the control plane holds, or a function refused its input."""
+
+
+def until_settled(
+    run_pass: Callable[[int], str], before: str, *, max_passes: int, what: str, start: int = 1
+) -> int:
+    """Run passes until one leaves the state as it found it; the number of that pass.
+
+    ``run_pass(number)`` runs one pass (every XR reconciled once, its composed
+    resources observed) and returns the ``fingerprint`` of the state after it;
+    ``before`` is the state's before the first. A real control plane at rest
+    is where a reconcile changes nothing: that pass's request is what
+    Crossplane sends from then on. A pass that returns to an older state
+    oscillates and never will: raised at once, as is running out of passes.
+    """
+    seen = [before]
+    for number in range(start, start + max_passes):
+        state = run_pass(number)
+        if state == seen[-1]:
+            return number
+        if state in seen:
+            raise NotSettledError(f"{what} oscillates: pass {number} returned to an earlier state")
+        seen.append(state)
+    raise NotSettledError(f"{what} did not settle in {max_passes} passes")
 
 
 # --- provider-kubernetes and working clusters, per composed Object ---------------------

@@ -214,22 +214,18 @@ class Fleet:
         start: int = 1,
     ) -> list[PassReport]:
         """Run passes until nothing changes; raise if it never settles or oscillates."""
-        seen: list[str] = [self.state()]
         reports = []
-        for number in range(start, start + max_passes):
-            report = self.run_pass(number, unavailable)
-            reports.append(report)
+
+        def run_pass(number: int) -> str:
+            reports.append(self.run_pass(number, unavailable))
             if echo:
-                print_pass(report)
-            state = self.state()
-            if not report.changed:
-                return reports
-            if state in seen[:-1]:
-                raise RuntimeError(
-                    f"the fleet oscillates: pass {number} returned to an earlier state"
-                )
-            seen.append(state)
-        raise RuntimeError(f"the fleet did not settle in {max_passes} passes")
+                print_pass(reports[-1])
+            return self.state()
+
+        emulation.until_settled(
+            run_pass, self.state(), max_passes=max_passes, what="the fleet", start=start
+        )
+        return reports
 
     # --- reading the result -------------------------------------------------------
 

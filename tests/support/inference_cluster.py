@@ -105,14 +105,17 @@ def settle(
     """
     outcomes: list[Outcome] = []
     seen: Resources = observed or {}
-    for _ in range(max_passes):
+
+    def run_pass(_: int) -> str:
+        nonlocal seen
         out = run(compose, request(xr, required=required, observed=seen))
         outcomes.append(out)
         assert out.fatal == [], out.fatal
         seen = observe(out.desired, remote=remote)
-        if len(outcomes) > 1 and out.desired == outcomes[-2].desired:
-            return outcomes
-    raise AssertionError("the cluster never settled")
+        return emulation.fingerprint(out.desired)
+
+    emulation.until_settled(run_pass, "", max_passes=max_passes, what="the cluster")
+    return outcomes
 
 
 def gateways(*names: str, unpublished: tuple[str, ...] = ()) -> dict[str, list[dict[str, Any]]]:
