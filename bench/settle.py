@@ -12,7 +12,6 @@ sends on every reconcile of a settled fleet, and the one worth measuring.
 
 import copy
 import hashlib
-import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,6 @@ from e2e.emulation import (
     until_settled,
 )
 from fleetgate.core.runner import run_composer
-from fleetgate.core.secrets import LAST_APPLIED
 from tests.support import STATUS_NAMES, request
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,11 +131,13 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
     """A composed resource as the API server hands it back: with what the server adds.
 
     Metadata (the owner's namespace, uid, versions, owner reference,
-    finalizer) on the resource, and
-    on the remote object provider-kubernetes copies into an Object's status
-    the same plus the last-applied annotation it writes: a full copy of the
-    manifest, which roughly doubles what an observed Object weighs. No
-    managedFields (Crossplane may pass those too: real requests can be larger).
+    finalizer) on the resource, and on the remote object provider-kubernetes
+    copies into an Object's status (the object as its cluster returned it,
+    v1.2.1 internal/controller/namespaced/object/object.go:510-526) the same
+    plus the managed fields of the server-side apply that wrote it
+    (``applied_fields``: v1.2.1 applies server-side unless told not to,
+    cmd/provider/main.go:96). The controllers' own managed fields (their
+    status writes) are left out: real requests can be somewhat larger.
     """
     meta = obj.setdefault("metadata", {})
     owner_meta = owner["metadata"]
@@ -170,11 +170,56 @@ def as_stored(obj: Obj, owner: Obj) -> Obj:
             resourceVersion="7654321",
             generation=1,
             creationTimestamp=CREATED,
-        )
-        remote.setdefault("annotations", {})[LAST_APPLIED] = json.dumps(
-            applied, separators=(",", ":"), sort_keys=True
+            managedFields=[
+                {
+                    # provider-kubernetes applies as one field owner per Object
+                    # (namespaced/object/object.go:493, ssaFieldOwner).
+                    "manager": f"provider-kubernetes/{name}",
+                    "operation": "Apply",
+                    "apiVersion": manifest.get("apiVersion", ""),
+                    "time": CREATED,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": applied_fields(applied),
+                }
+            ],
         )
     return obj
+
+
+# What the API server keeps out of every manager's field set: an object's
+# identity and the metadata it owns itself (k8s.io/apimachinery v0.35.4
+# pkg/util/managedfields/internal/stripmeta.go:38-51).
+_STRIPPED = {
+    "apiVersion",
+    "kind",
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.creationTimestamp",
+    "metadata.selfLink",
+    "metadata.uid",
+    "metadata.clusterName",
+    "metadata.generation",
+    "metadata.managedFields",
+    "metadata.resourceVersion",
+}
+
+
+def applied_fields(applied: Obj, path: str = "") -> Obj:
+    """The FieldsV1 set a server-side apply of ``applied`` gives its manager.
+
+    Every field it sets, as ``f:<name>`` entries nested like the object. Each
+    list counts as one atomic field: for lists keyed by a merge key the API
+    server records an entry per item (``k:{...}``), a little larger.
+    """
+    fields: Obj = {}
+    for key, value in applied.items():
+        at = f"{path}.{key}" if path else key
+        if at in _STRIPPED:
+            continue
+        nested = applied_fields(value, at) if isinstance(value, dict) and value else {}
+        if nested or not isinstance(value, dict) or not value:
+            fields[f"f:{key}"] = nested
+    return fields
 
 
 def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
