@@ -55,7 +55,8 @@ def compose(rec: Reconcile) -> None:
         # (they are required resources): ask again soon (core.pacing).
         rec.set_waiting(True)
     on.cluster_cas(reachable)
-    on.name_resolution(reachable, peers, inputs.peer(rec.observed_composite.to_dict()))
+    deleting = rec.observed_composite.get("metadata", "deletionTimestamp") is not None
+    on.name_resolution(reachable, peers, inputs.as_peer(gateway, deleting=deleting))
     if isinstance(front_door, Verdict):
         _report(rec, gateway, names, front_door)
     else:

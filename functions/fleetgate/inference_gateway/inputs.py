@@ -185,14 +185,18 @@ def peers(rec: Reconcile) -> list[Peer] | None:
 
 
 def peer(raw: dict[str, Any]) -> Peer:
-    """A gateway (this one or another) reduced to what the ownership rule reads."""
+    """Another gateway reduced to what the ownership rule reads."""
     gateway = parse(InferenceGateway, raw, f"InferenceGateway {_name(raw) or '?'}")
-    meta = raw.get("metadata") or {}
+    return as_peer(gateway, deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")))
+
+
+def as_peer(gateway: InferenceGateway, *, deleting: bool) -> Peer:
+    """A gateway, parsed already (this one, or another), as the ownership rule sees it."""
     return Peer(
         name=gateway.metadata.name,
         cluster=gateway.spec.cluster_name,
-        created=str(meta.get("creationTimestamp") or ""),
-        deleting=bool(meta.get("deletionTimestamp")),
+        created=gateway.metadata.creation_timestamp or "",
+        deleting=deleting,
     )
 
 

@@ -83,7 +83,7 @@ class Placed:
 def compose(rec: Reconcile) -> None:
     md = rec.composite(ModelDeployment)
     namespace, name = _identity(md)
-    previous = own_status(rec.observed_composite.to_dict())
+    previous = own_status(rec.observed_composite)
     rec.set_status(servedModelName=engine.served_model_name(namespace, name))
     offered = catalog.load(rec, PROVIDERS)
 

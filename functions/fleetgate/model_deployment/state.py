@@ -15,8 +15,10 @@ from fleetgate.core.models import (
     Name,
     ObjectMeta,
     ServingProvider,
+    Wire,
     parse,
 )
+from fleetgate.core.observed import Observed
 from fleetgate.core.reconcile import describe_object
 from fleetgate.model_deployment.placement import gpus_per_replica
 
@@ -54,9 +56,14 @@ class _Observed(Model):
     status: DeploymentStatus = Field(default_factory=DeploymentStatus)
 
 
-def own_status(xr: dict[str, Any]) -> DeploymentStatus:
+# What ``own_status`` reads of the XR: its status, and its kind and name for messages.
+_OWN_STATUS: Wire = {"kind": None, "metadata": {"name": None}, "status": None}
+
+
+def own_status(xr: Observed) -> DeploymentStatus:
     """This deployment's status as last written; InputError names a malformed field."""
-    return parse(_Observed, xr, describe_object(xr, "ModelDeployment")).status
+    data = xr.to_dict(_OWN_STATUS)
+    return parse(_Observed, data, describe_object(data, "ModelDeployment")).status
 
 
 class _GPU(Model):
@@ -64,11 +71,11 @@ class _GPU(Model):
 
 
 class _Resources(Model):
-    gpu: _GPU = _GPU()
+    gpu: _GPU = Field(default_factory=_GPU)
 
 
 class _PeerSpec(Model):
-    resources: _Resources = _Resources()
+    resources: _Resources = Field(default_factory=_Resources)
     serving_mode: str = "Aggregated"
 
 
@@ -78,8 +85,8 @@ class _PeerStatus(Model):
 
 class _Peer(Model):
     metadata: ObjectMeta
-    spec: _PeerSpec = _PeerSpec()
-    status: _PeerStatus = _PeerStatus()
+    spec: _PeerSpec = Field(default_factory=_PeerSpec)
+    status: _PeerStatus = Field(default_factory=_PeerStatus)
 
 
 def gpus_used_by_peers(
