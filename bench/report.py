@@ -106,6 +106,12 @@ def markdown(results: dict[str, Any], previous: dict[str, Any] | None) -> str:
         "used, start to exit) is beside it because other work on a shared machine moves wall "
         "time and not CPU time.",
         "",
+        f"The same function validating its XR with a two-field pydantic model (the least a "
+        f"function validating with pydantic does, `bench.minimal:validating_cli`): "
+        f"{cs['validating']['ratio_to_sdk']:.2f}x wall, "
+        f"{cs['validating']['cpu_ratio_to_sdk']:.2f}x CPU. That much of the budget is "
+        "pydantic's before a function composes anything.",
+        "",
         "## Per workload",
         "",
         "In-process and gRPC p50/p99 in ms; floor = the SDK encoding and decoding the same "

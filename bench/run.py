@@ -21,6 +21,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from bench import machine, processes, report
 from bench.inprocess import MIB, InProcess, in_process
 from bench.minimal import SCRIPT as MINIMAL
+from bench.minimal import VALIDATING_SCRIPT as VALIDATING
 from bench.settle import Reconciler, Settled
 from bench.stats import Budget, Timing, growth_exponent
 from bench.workloads import SUITE, Workload
@@ -183,14 +184,15 @@ def bench_function(
 def cold_starts(
     scripts: Sequence[str], first: dict[str, fnv1.RunFunctionRequest], runs: int
 ) -> dict[str, list[processes.Start]]:
-    """Interleaved starts (the minimal function first each round) so noise hits all alike.
+    """Interleaved starts (the minimal functions first each round) so noise hits all alike.
 
-    Each function's first call is its smallest workload; the minimal function
-    is sent the first of those.
+    Each function's first call is its smallest workload; the minimal functions
+    are sent the first of those.
     """
     print(f"== cold start ({runs} x {len(scripts) + 1} processes)", flush=True)
     processes.byte_compile()
-    samples: dict[str, list[processes.Start]] = {MINIMAL: [], **{s: [] for s in scripts}}
+    samples: dict[str, list[processes.Start]] = {MINIMAL: [], VALIDATING: []}
+    samples.update({s: [] for s in scripts})
     for _ in range(runs):
         for script, taken in samples.items():
             req = first.get(script, next(iter(first.values())))
@@ -264,6 +266,7 @@ def run(kinds: Sequence[str], s: Settings) -> dict[str, Any]:
         "sdk_floor_ms": round(statistics.median(x.wall_s for x in floor) * 1000, 1),
         "sdk_cpu_ms": round(statistics.median(x.cpu_s for x in floor) * 1000, 1),
         "sdk_samples_ms": [round(x.wall_s * 1000, 1) for x in floor],
+        "validating": _cold(samples[VALIDATING], floor),
         "runs": s.cold_starts,
     }
     for name, script in scripts.items():
