@@ -107,7 +107,7 @@ def markdown(results: dict[str, Any], previous: dict[str, Any] | None) -> str:
         "time and not CPU time.",
         "",
         f"The same function validating its XR with a two-field pydantic model (the least a "
-        f"function validating with pydantic does, `bench.minimal:validating_cli`): "
+        f"function validating with pydantic does, `bench/validating.py`): "
         f"{cs['validating']['ratio_to_sdk']:.2f}x wall, "
         f"{cs['validating']['cpu_ratio_to_sdk']:.2f}x CPU. That much of the budget is "
         "pydantic's before a function composes anything.",

@@ -21,9 +21,9 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from bench import machine, processes, report
 from bench.inprocess import MIB, InProcess, in_process
 from bench.minimal import SCRIPT as MINIMAL
-from bench.minimal import VALIDATING_SCRIPT as VALIDATING
 from bench.settle import Reconciler, Settled
 from bench.stats import Budget, Timing, growth_exponent
+from bench.validating import SCRIPT as VALIDATING
 from bench.workloads import SUITE, Workload
 from e2e import emulation
 from e2e.emulation import Function
