@@ -181,7 +181,7 @@ class FleetGateway(Model):
     """
 
     metadata: ObjectMeta
-    status: _TrustStatus = _TrustStatus()
+    status: _TrustStatus = Field(default_factory=_TrustStatus)
 
 
 @dataclass(frozen=True)
