@@ -64,6 +64,7 @@ class PassReport:
     number: int
     rows: list[tuple[str, str, int]]  # XR, conditions, composed count
     changed: bool
+    state: str  # the fleet's fingerprint after the pass (Fleet.state)
 
 
 @dataclass
@@ -154,7 +155,8 @@ class Fleet:
                 if c["type"] not in {"Synced"}
             )
             rows.append((describe(key), conditions, len(self.composed.get(key, {}))))
-        return PassReport(number, rows, changed=self.state() != before)
+        after = self.state()
+        return PassReport(number, rows, changed=after != before, state=after)
 
     def _apply_status(self, key: XRKey, rendered_xr: Obj) -> None:
         status = rendered_xr.get("status")
@@ -220,7 +222,7 @@ class Fleet:
             reports.append(self.run_pass(number, unavailable))
             if echo:
                 print_pass(reports[-1])
-            return self.state()
+            return reports[-1].state
 
         emulation.until_settled(
             run_pass, self.state(), max_passes=max_passes, what="the fleet", start=start

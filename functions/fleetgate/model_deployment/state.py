@@ -15,8 +15,8 @@ from fleetgate.core.models import (
     Name,
     ObjectMeta,
     ServingProvider,
-    Wire,
     parse,
+    wire_fields,
 )
 from fleetgate.core.observed import Observed
 from fleetgate.core.reconcile import describe_object
@@ -56,13 +56,11 @@ class _Observed(Model):
     status: DeploymentStatus = Field(default_factory=DeploymentStatus)
 
 
-# What ``own_status`` reads of the XR: its status, and its kind and name for messages.
-_OWN_STATUS: Wire = {"kind": None, "metadata": {"name": None}, "status": None}
-
-
 def own_status(xr: Observed) -> DeploymentStatus:
     """This deployment's status as last written; InputError names a malformed field."""
-    data = xr.to_dict(_OWN_STATUS)
+    read = wire_fields(_Observed)  # its status; a model that reads everything gets None
+    # With the kind and name its messages give.
+    data = xr.to_dict(None if read is None else {"kind": None, "metadata": {"name": None}, **read})
     return parse(_Observed, data, describe_object(data, "ModelDeployment")).status
 
 
