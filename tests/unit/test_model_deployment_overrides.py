@@ -1,6 +1,5 @@
 """compose-model-deployment: spec.provider.overrides, its three checks in order, and the merge."""
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -149,7 +148,7 @@ def rendered(provider: str, raw: dict[str, Any], **kw: Any) -> dict[str, dict[st
     assert isinstance(decoded, BaseModel), decoded
     w = workload(overrides=decoded, **{k: v for k, v in kw.items() if k != "engine"})
     if "engine" in kw:
-        w = replace(w, engine=replace(w.engine, type=kw["engine"]))
+        w = w._replace(engine=w.engine._replace(type=kw["engine"]))
     out = PROVIDERS[provider].render(w)  # type: ignore[index]
     return {p.part: p.manifest for p in out.parts} | {"backend": out.backend_ref}
 

@@ -17,7 +17,6 @@ cannot check is the operator's behaviour (that is what "experimental" means).
 
 import copy
 import json
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ def workload(**kw: Any) -> Workload:
     """One GPU, two replicas, the engine's own args left to each case."""
     base = WORKLOAD()
     fields: dict[str, Any] = {
-        "engine": replace(base.engine, args=()),
+        "engine": base.engine._replace(args=()),
         "gpus": 1,
         "replicas": 2,
         "model": "Qwen/Qwen3-8B",
@@ -54,7 +53,7 @@ def workload(**kw: Any) -> Workload:
 
 
 def engine(w: Workload, **kw: Any) -> Workload:
-    return replace(w, engine=replace(w.engine, **kw))
+    return w._replace(engine=w.engine._replace(**kw))
 
 
 def parts(provider: str, w: Workload) -> dict[str, Manifest]:

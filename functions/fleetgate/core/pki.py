@@ -11,8 +11,7 @@ stack runs trust-manager with ``app.trust.namespace`` set to
 ``fleetgate-system``, where the CA Secrets live.
 """
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.names import common_name, object_name
@@ -37,8 +36,7 @@ def _private_key() -> dict[str, Any]:
     return {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"}
 
 
-@dataclass(frozen=True)
-class CertificateAuthority:
+class CertificateAuthority(NamedTuple):
     """One private CA, its objects named from ``prefix`` (unique on the cluster)."""
 
     prefix: str

@@ -14,7 +14,7 @@ plumbing, and so that the rules every function must follow live in one place:
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
@@ -50,8 +50,7 @@ def bounded(message: str) -> str:
     return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 1] + "…"
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(NamedTuple):
     """What to ask Crossplane for: one kind, by name or by labels."""
 
     api_version: str

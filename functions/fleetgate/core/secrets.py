@@ -35,8 +35,7 @@ waiting for the Secret needs to know.
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
@@ -105,8 +104,7 @@ def withhold_until_created(obj: dict[str, Any], created: Callable[[], bool]) -> 
         del spec["references"]
 
 
-@dataclass(frozen=True)
-class SecretKeys:
+class SecretKeys(NamedTuple):
     """A Secret as a function sees it: its name and the names of its keys.
 
     Built straight from the request's Struct, so no value is ever converted,

@@ -6,14 +6,12 @@ the XR: a status, a reason a machine can match and a message a person can
 act on, and sometimes a warning beside it (``Reconcile.report``).
 """
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Status = Literal["True", "False", "Unknown"]
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     status: Status
     reason: str
     message: str

@@ -6,8 +6,7 @@ objects InferenceGateways compose in the same namespace (``fleetgate-gw-…``).
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Annotated, Final
+from typing import Annotated, Final, NamedTuple
 
 from pydantic import Field
 
@@ -38,8 +37,7 @@ NAMESPACE_READY: Final = (
 KEEP_ON_DELETE: Final = ["Observe", "Create", "Update", "LateInitialize"]
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     """What every builder derives from one InferenceCluster."""
 
     name: str
@@ -184,8 +182,7 @@ class FleetGateway(Model):
     status: _TrustStatus = Field(default_factory=_TrustStatus)
 
 
-@dataclass(frozen=True)
-class Trust:
+class Trust(NamedTuple):
     """Which fleet gateways' client CAs the cluster trusts, and which it cannot yet."""
 
     trusted: tuple[tuple[str, str], ...]  # (gateway name, PEM), sorted by name

@@ -36,9 +36,9 @@ on the GatewayClass would stop being programmed without it.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.objects import Manifest
@@ -61,8 +61,7 @@ AIGW_EXTENSION_PORT: Final = 1063
 CALLER_METADATA_KEY: Final = "caller"
 
 
-@dataclass(frozen=True)
-class Addon:
+class Addon(NamedTuple):
     """Values a release gains once other components are Ready: a Helm upgrade, never undone."""
 
     name: str
@@ -73,8 +72,7 @@ class Addon:
     """A path into the values that only this addon sets: how an applied addon is recognised."""
 
 
-@dataclass(frozen=True)
-class Chart:
+class Chart(NamedTuple):
     """One Helm release of the serving stack."""
 
     key: str
@@ -86,7 +84,7 @@ class Chart:
     """Components of the stack that must be Ready first."""
     after_resources: tuple[str, ...] = ()
     """Other composed resources (by composition name) that must be Ready first."""
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[str, Any] = MappingProxyType({})
     addons: tuple[Addon, ...] = ()
 
     @property

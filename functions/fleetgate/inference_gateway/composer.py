@@ -11,8 +11,7 @@ Three independent parts, each gated only on what it needs:
   gateway, once the fleet's clusters (and gateways, for ownership) resolve.
 """
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster, InferenceGateway
@@ -106,8 +105,7 @@ def _reachable(rec: Reconcile, clusters: list[InferenceCluster]) -> list[Publish
     return usable
 
 
-@dataclass(frozen=True)
-class OnCluster:
+class OnCluster(NamedTuple):
     """Composing this gateway's objects onto its cluster."""
 
     rec: Reconcile

@@ -5,8 +5,7 @@ they are stable). A requirement Crossplane has not resolved yet is told apart
 from one that resolved to nothing: the first is a wait, the second a finding.
 """
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
@@ -26,8 +25,7 @@ def tls_requirement(secret: str) -> str:
     return f"tls-secret-{secret}"
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """Where the gateway's objects land."""
 
     cluster: str
@@ -35,16 +33,14 @@ class Target:
     gateway_class: str
 
 
-@dataclass(frozen=True)
-class CallerKeys:
+class CallerKeys(NamedTuple):
     """Every caller identity, each with the Secret its key is copied from."""
 
     sources: dict[str, str]  # identity -> source Secret name
     shadowed: list[str]  # identities found in more than one Secret (the first Secret wins)
 
 
-@dataclass(frozen=True)
-class FrontDoor:
+class FrontDoor(NamedTuple):
     """What the Gateway and its policies are built from: caller keys and TLS Secrets."""
 
     callers: CallerKeys | None  # None: no spec.auth

@@ -16,8 +16,7 @@ copy of every cluster's CA (named after the gateway), which its routes use.
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.models import InferenceCluster
@@ -35,8 +34,7 @@ _DNS_NAME: Final = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class PublishedCluster:
+class PublishedCluster(NamedTuple):
     """A cluster whose gateway this gateway can reach by name."""
 
     name: str
@@ -46,8 +44,7 @@ class PublishedCluster:
     ca_certificate: str | None
 
 
-@dataclass(frozen=True)
-class Unreachable:
+class Unreachable(NamedTuple):
     """A cluster that published a hostname and address no Service can make resolve."""
 
     name: str
@@ -94,8 +91,7 @@ def address_family(address: str) -> Family | None:
     return "IPv4" if ip.version == 4 else "IPv6"
 
 
-@dataclass(frozen=True)
-class Peer:
+class Peer(NamedTuple):
     """An InferenceGateway as the ownership rule sees it."""
 
     name: str

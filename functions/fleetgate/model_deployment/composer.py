@@ -24,7 +24,7 @@ refused override) keeps everything composed before as it was, and says why.
 """
 
 import datetime
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from fleetgate.core import names
 from fleetgate.core.constants import (
@@ -67,8 +67,7 @@ WAITING = Verdict.no(
 )
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     """How one placed cluster is doing after this pass."""
 
     cluster: str
@@ -119,7 +118,7 @@ def compose(rec: Reconcile) -> None:
         if (why := provider.refuses_cluster(shape, cluster)) is not None
     }
     plan = placement.place(
-        replace(_request(md, choice), refused=refused),
+        _request(md, choice)._replace(refused=refused),
         views.values(),
         [(p.cluster, p.replicas) for p in previous.placements],
     )
@@ -244,8 +243,7 @@ def _compose_cluster(
     if not provider_config:
         # Transient (the cluster's status is being rewritten): what runs stays.
         kept = _keep_cluster(rec, cluster_name)
-        return replace(
-            placed,
+        return placed._replace(
             waiting=("the cluster's providerConfigRef",),
             endpoint_ready=endpoint_key in kept and rec.observed(endpoint_key).ready,
         )
@@ -253,8 +251,8 @@ def _compose_cluster(
     waiting = _endpoint_waits_for(rec, parts, observed, view, endpoint_key)
     hostname = cluster.status.gateway.hostname
     if waiting or not hostname:
-        return replace(placed, waiting=tuple(waiting))
-    return replace(placed, endpoint_ready=_compose_endpoint(rec, md, cluster, hostname))
+        return placed._replace(waiting=tuple(waiting))
+    return placed._replace(endpoint_ready=_compose_endpoint(rec, md, cluster, hostname))
 
 
 def _parts(
@@ -267,7 +265,7 @@ def _parts(
     """What runs on ``cluster``: the provider's objects and the route to them; and the
     provider's notes on how it took the spec."""
     namespace, name = _identity(md)
-    workload = provider.for_cluster(replace(shape, replicas=replicas), cluster)
+    workload = provider.for_cluster(shape._replace(replicas=replicas), cluster)
     rendered = provider.render(workload)
     route = routing.http_route(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref

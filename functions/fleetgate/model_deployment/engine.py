@@ -9,7 +9,7 @@ can use ``$(FLEETGATE_SERVED_MODEL_NAME)``) and warns when nothing uses it.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.errors import InputError
@@ -20,8 +20,7 @@ SERVED_MODEL_REF = f"$({SERVED_MODEL_ENV})"
 HEALTH_PATH = "/health"  # all four engines answer 200 there once the model is loaded
 
 
-@dataclass(frozen=True)
-class EngineProfile:
+class EngineProfile(NamedTuple):
     """Defaults of one engine: what to run when the user names only the engine."""
 
     image: str

@@ -33,15 +33,15 @@ models. CPU-only deployments (0 GPUs) take no capacity.
 
 import datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 # How long a newly registered cluster is waited for (rule 4): the fleet's
 # documented install publishes a cluster well within it.
 JOINING = datetime.timedelta(minutes=10)
 
 
-@dataclass(frozen=True)
-class ClusterView:
+class ClusterView(NamedTuple):
     """What placement needs to know of one InferenceCluster."""
 
     name: str
@@ -56,8 +56,7 @@ class ClusterView:
     joining: bool = False  # registered less than JOINING ago (rule 4)
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     replicas: int
     gpus: int  # per replica
     gpu_type: str | None
@@ -65,11 +64,10 @@ class Request:
     selector: Mapping[str, str]
     # Clusters whose provider would refuse new work of this deployment, and why
     # (``Provider.refuses_cluster``). Replicas running there stay (rule 1).
-    refused: Mapping[str, str] = field(default_factory=dict)
+    refused: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     placements: tuple[tuple[str, int], ...]  # (cluster, replicas > 0), sorted by cluster
     unplaced: int
     candidates: int  # clusters that could take a new replica, capacity aside

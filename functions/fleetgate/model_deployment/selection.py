@@ -18,8 +18,7 @@ selected afresh, from the provider catalog (``catalog.py``):
 When nothing qualifies, the reason lists why each provider was excluded.
 """
 
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from fleetgate.core.models import EngineType, ModelDeploymentSpec, ServingProvider
 from fleetgate.core.reconcile import bounded
@@ -33,22 +32,19 @@ NOT_INSTALLED = "not installed on a candidate cluster"
 EXPLICIT_ONLY = "has no selection rules (runs only deployments that name it)"
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(NamedTuple):
     engine: EngineType
     engine_reason: str
     provider: ServingProvider
     provider_reason: str
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     outcome: Choice | Verdict
     rule_errors: tuple[str, ...] = ()  # rules skipped because they could not be evaluated
 
 
-@dataclass(frozen=True)
-class Need:
+class Need(NamedTuple):
     """What the deployment asks of a provider."""
 
     gpus: int

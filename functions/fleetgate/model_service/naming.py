@@ -8,15 +8,13 @@ that route to it. Each is hashed over its exact inputs (``hashed_label``), so
 ``-`` joins can never make two meet.
 """
 
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from fleetgate.core.constants import LABEL_PREFIX
 from fleetgate.core.names import hashed_label
 
 
-@dataclass(frozen=True)
-class Service:
+class Service(NamedTuple):
     """The ModelService being routed."""
 
     namespace: str

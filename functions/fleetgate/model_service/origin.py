@@ -10,8 +10,7 @@ endpoint quietly degrade the whole route.
 
 import ipaddress
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 DEFAULT_PORTS = {"https": 443, "http": 80}
 HOST_MAX = 253
@@ -27,8 +26,7 @@ class OriginError(ValueError):
     """An origin the gateway cannot route to; the message says why, for a person."""
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     scheme: Literal["http", "https"]
     host: str
     port: int

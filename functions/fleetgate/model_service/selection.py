@@ -8,6 +8,7 @@ without a word.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -72,8 +73,7 @@ class RoutingCluster(Composite):
 # --- gateways ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ServingGateway:
+class ServingGateway(NamedTuple):
     name: str
     provider_config: str
     failover: Failover
@@ -87,8 +87,7 @@ class ServingGateway:
         return [r for r in routable if r.cluster is not None and r.cluster not in self.reachable]
 
 
-@dataclass(frozen=True)
-class PendingGateway:
+class PendingGateway(NamedTuple):
     name: str
     why: str
 
@@ -142,8 +141,7 @@ def sort_gateways(
 # --- endpoints ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Routable:
+class Routable(NamedTuple):
     """An endpoint going into the route, with what its backend objects need."""
 
     name: str
@@ -333,8 +331,7 @@ def cap_backends(screening: Screening, limit: int = ROUTE_BACKENDS_MAX) -> None:
 # --- the route's arithmetic ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Planned:
+class Planned(NamedTuple):
     """One backendRef of the route: the endpoint, its weight and its priority level."""
 
     endpoint: Routable

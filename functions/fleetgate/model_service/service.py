@@ -10,7 +10,7 @@ and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.errors import InputError, refuse_duplicates
@@ -70,8 +70,7 @@ def compose(rec: Reconcile) -> None:
     _report(rec, routes, pending, screening)
 
 
-@dataclass(frozen=True)
-class Inputs:
+class Inputs(NamedTuple):
     gateways: list[InferenceGateway]
     clusters: Mapping[str, RoutingCluster]
     matched: list[list[SelectedEndpoint]]

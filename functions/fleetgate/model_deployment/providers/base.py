@@ -13,8 +13,7 @@ the root keys it accepts).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -32,8 +31,7 @@ WORKLOAD_LABEL = "fleetgate.dev/workload"
 ENGINE_PREFERENCE: tuple[EngineType, ...] = ("vllm", "sglang", "trtllm", "llamacpp")
 
 
-@dataclass(frozen=True)
-class EngineRun:
+class EngineRun(NamedTuple):
     """The engine exactly as it will run: image, command line, environment, where it listens."""
 
     type: EngineType
@@ -45,8 +43,7 @@ class EngineRun:
     health_path: str
 
 
-@dataclass(frozen=True)
-class Workload:
+class Workload(NamedTuple):
     """One deployment's replicas on one cluster, as a provider renders them.
 
     ``name`` is unique per (namespace, deployment) and a DNS-1035 label, so
@@ -75,8 +72,7 @@ class Workload:
         return names.dns_label(self.name, suffix)
 
 
-@dataclass(frozen=True)
-class RemotePart:
+class RemotePart(NamedTuple):
     """One object a provider puts on the cluster.
 
     ``part`` names it among the workload's objects (stable across passes: it
@@ -89,15 +85,13 @@ class RemotePart:
     readiness_query: str | None = None
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     parts: tuple[RemotePart, ...]
     backend_ref: Manifest  # an HTTPRoute backendRef to what serves the engine
     notes: tuple[str, ...] = ()  # what the user should know about how the spec was taken
 
 
-@dataclass(frozen=True)
-class EngineSupport:
+class EngineSupport(NamedTuple):
     """How one engine can run: on GPUs, on CPUs, in which serving modes."""
 
     gpu: bool
@@ -105,11 +99,10 @@ class EngineSupport:
     modes: frozenset[ServingMode]
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(NamedTuple):
     """What a provider runs, engine by engine: data, so selection can reason on it."""
 
-    engines: Mapping[EngineType, EngineSupport] = field(default_factory=dict)
+    engines: Mapping[EngineType, EngineSupport]
 
     def refuses(self, engine: EngineType, gpus: int, mode: ServingMode) -> str | None:
         """Why this provider cannot run ``engine`` with ``gpus`` per replica in ``mode``."""

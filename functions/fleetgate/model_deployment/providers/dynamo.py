@@ -28,7 +28,6 @@ per replica, so the cluster gateway balances over frontends by load.
 """
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
@@ -234,7 +233,7 @@ class Dynamo(Renderer):
         }
         picker = _options(workload).epp
         if picker is not None:
-            frontends = replace(workload, engine=replace(workload.engine, port=FRONTEND_PORT))
+            frontends = workload._replace(engine=workload.engine._replace(port=FRONTEND_PORT))
             parts += llmd.pool_parts(frontends, picker.image or llmd.PICKER_IMAGE)
             backend = llmd.pool_backend(frontends)
         return Rendered(parts=tuple(parts), backend_ref=backend)

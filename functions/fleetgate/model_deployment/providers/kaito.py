@@ -28,7 +28,6 @@ refuse is not placed there, and ``Scheduled`` says which field to set.
 
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
@@ -83,7 +82,7 @@ def template_engine(workload: Workload) -> Workload:
     args = engines.launch_args(run.type, run.args, workload.model)
     if engines.flag(args, "--port") is None:
         args += ("--port", str(SERVER_PORT))
-    return replace(workload, engine=replace(run, args=args, port=SERVER_PORT))
+    return workload._replace(engine=run._replace(args=args, port=SERVER_PORT))
 
 
 def preset_config(workload: Workload) -> tuple[Manifest, tuple[str, ...]]:
@@ -218,7 +217,7 @@ class KAITO(Renderer):
         kaito = cluster.spec.kaito
         if kaito.node_auto_provisioning and kaito.instance_type is not None:
             # An override still wins: it is merged over the Workspace.
-            return replace(workload, instance_type=kaito.instance_type)
+            return workload._replace(instance_type=kaito.instance_type)
         return workload
 
     def render(self, workload: Workload) -> Rendered:
