@@ -4,9 +4,9 @@ A composer is a plain function of one ``Reconcile``. The runner turns bad
 input into a fatal result naming the field and any other exception into a
 fatal result that discloses nothing, so nothing ever escapes ``RunFunction``.
 
-The server is the SDK's (same flags, v1 and v1beta1, reflection, mutual TLS
-with ``--tls-certs-dir``, a grace period on SIGTERM) with three differences,
-each load-bearing:
+The server is the SDK's (same flags, read by ``flags`` without click; v1 and
+v1beta1, reflection, mutual TLS with ``--tls-certs-dir``, a grace period on
+SIGTERM) with three differences, each load-bearing:
 
 * responses are encoded deterministically. protobuf map fields (every Struct,
   ``desired.resources``, ``requirements.resources``) are written in hash order,
@@ -21,22 +21,21 @@ each load-bearing:
 """
 
 import asyncio
+import os
 import signal
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import click
 import grpc
-from crossplane.function import cli as sdkcli
 from crossplane.function import logging, response
 from crossplane.function import runtime as sdkruntime
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
-from fleetgate.core import structs
+from fleetgate.core import flags, structs
 from fleetgate.core.errors import InputError
 from fleetgate.core.reconcile import Reconcile
 
@@ -219,32 +218,25 @@ def serve(
         loop.close()
 
 
-def command(name: str, compose: Composer) -> click.Command:
-    """The console script for a function, with the SDK's standard flags."""
+def command(name: str, compose: Composer) -> Callable[..., None]:
+    """The console script for a function, with the SDK's standard flags (``flags``)."""
+    cli = flags.parser(name, f"Serve the {name} Crossplane composition function.")
 
-    @click.command(name=name, help=f"Serve the {name} Crossplane composition function.")
-    @sdkcli.standard_options
-    def cli(
-        *,
-        debug: bool,
-        address: str,
-        tls_certs_dir: str | None,
-        insecure: bool,
-        max_recv_message_size: int,
-        max_send_message_size: int | None,
-    ) -> None:
+    def main(argv: Sequence[str] | None = None) -> None:
+        opts = flags.parse(cli, argv, os.environ)
         # As sdkcli.run: the same log formats, limits in MB, send defaulting to receive.
-        logging.configure(level=logging.Level.DEBUG if debug else logging.Level.INFO)
-        send = max_recv_message_size if max_send_message_size is None else max_send_message_size
+        logging.configure(level=logging.Level.DEBUG if opts.debug else logging.Level.INFO)
+        receive = opts.max_recv_message_size
+        send = receive if opts.max_send_message_size is None else opts.max_send_message_size
         serve(
             FunctionRunner(compose, max_response_bytes=send * MB),
-            address,
-            creds=None if insecure else sdkruntime.load_credentials(tls_certs_dir),  # type: ignore[arg-type]
-            insecure=insecure,
+            opts.address,
+            creds=None if opts.insecure else sdkruntime.load_credentials(opts.tls_certs_dir),
+            insecure=opts.insecure,
             options=[
-                ("grpc.max_receive_message_length", max_recv_message_size * MB),
+                ("grpc.max_receive_message_length", receive * MB),
                 ("grpc.max_send_message_length", send * MB),
             ],
         )
 
-    return cli
+    return main
