@@ -20,8 +20,6 @@ says why. An accepted one is merged into the provider's upstream object:
 maps merge key by key, lists and scalars replace.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -103,7 +101,7 @@ def roots(model: type[BaseModel]) -> list[str]:
     return sorted(f.alias or name for name, f in model.model_fields.items())
 
 
-def unknown_roots(overrides: Mapping[str, Any], provider: Provider) -> list[str]:
+def unknown_roots(overrides: Mapping[str, Any], provider: "Provider") -> list[str]:
     """Check 2: roots the provider does not take."""
     accepted = roots(provider.overrides)
     takes = f"it takes {', '.join(accepted)}" if accepted else "it takes no overrides"
@@ -130,7 +128,7 @@ def _problems(err: ValidationError) -> list[str]:
 
 
 def decode(
-    overrides: Mapping[str, Any], provider: Provider, engine: EngineType, mode: ServingMode
+    overrides: Mapping[str, Any], provider: "Provider", engine: EngineType, mode: "ServingMode"
 ) -> BaseModel | list[str]:
     """Check 3: the provider's strict model of the overrides, or what is wrong with them."""
     try:
@@ -143,9 +141,9 @@ def decode(
 
 def check(
     overrides: Mapping[str, Any] | None,
-    provider: Provider,
+    provider: "Provider",
     engine: EngineType,
-    mode: ServingMode,
+    mode: "ServingMode",
     sizing_paths: frozenset[str] = frozenset(),
 ) -> BaseModel | list[str] | None:
     """The three checks in order: the decoded overrides, the problems, or None when unset.
