@@ -196,12 +196,12 @@ def test_a_route_accepted_for_an_older_spec_is_not_ready() -> None:
 @pytest.mark.parametrize(
     ("stamp", "stamped", "ready"),
     [
-        (readiness.Stamp.CONDITION, 3, True),
-        (readiness.Stamp.CONDITION, 2, False),
-        (readiness.Stamp.CONDITION, None, False),
-        (readiness.Stamp.OPTIONAL, 3, True),
-        (readiness.Stamp.OPTIONAL, 2, False),
-        (readiness.Stamp.OPTIONAL, None, True),
+        pytest.param(readiness.Stamp.CONDITION, 3, True, id="stamped: current"),
+        pytest.param(readiness.Stamp.CONDITION, 2, False, id="stamped: stale"),
+        pytest.param(readiness.Stamp.CONDITION, None, False, id="stamped: not yet"),
+        pytest.param(readiness.Stamp.OPTIONAL, 3, True, id="optional: current"),
+        pytest.param(readiness.Stamp.OPTIONAL, 2, False, id="optional: stale"),
+        pytest.param(readiness.Stamp.OPTIONAL, None, True, id="optional: never stamped"),
     ],
 )
 def test_condition_query_by_stamp(stamp: readiness.Stamp, stamped: int | None, ready: bool) -> None:

@@ -142,11 +142,11 @@ def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_r
 @pytest.mark.parametrize(
     ("calls", "ready"),
     [
-        ([], "READY_UNSPECIFIED"),
-        ([True], "READY_UNSPECIFIED"),
-        ([False], "READY_FALSE"),
-        ([False, True], "READY_UNSPECIFIED"),
-        ([True, False], "READY_FALSE"),
+        pytest.param([], "READY_UNSPECIFIED", id="never asked"),
+        pytest.param([True], "READY_UNSPECIFIED", id="allowed"),
+        pytest.param([False], "READY_FALSE", id="held back"),
+        pytest.param([False, True], "READY_UNSPECIFIED", id="held back, then allowed"),
+        pytest.param([True, False], "READY_FALSE", id="allowed, then held back"),
     ],
 )
 def test_a_function_holds_an_xr_back_but_never_declares_it_ready(

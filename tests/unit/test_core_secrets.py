@@ -20,16 +20,23 @@ def struct(data: dict[str, Any]) -> struct_pb2.Struct:
 @pytest.mark.parametrize(
     ("secret", "keys"),
     [
-        ({"metadata": {"name": "s"}, "data": {"a": "eA==", "tls.crt": "eA=="}}, {"a", "tls.crt"}),
-        ({"metadata": {"name": "s"}, "stringData": {"b": API_KEY}}, {"b"}),
-        (
+        pytest.param(
+            {"metadata": {"name": "s"}, "data": {"a": "eA==", "tls.crt": "eA=="}},
+            {"a", "tls.crt"},
+            id="data",
+        ),
+        pytest.param(
+            {"metadata": {"name": "s"}, "stringData": {"b": API_KEY}}, {"b"}, id="stringData"
+        ),
+        pytest.param(
             {"metadata": {"name": "s"}, "data": {"a": "eA=="}, "stringData": {"a": "x", "c": "y"}},
             {"a", "c"},
+            id="both, a key in each",
         ),
-        ({"metadata": {"name": "s"}}, set()),
+        pytest.param({"metadata": {"name": "s"}}, set(), id="empty"),
         # Malformed: values in a list, or a string, where a map belongs: no key.
-        ({"metadata": {"name": "s"}, "data": [API_KEY]}, set()),
-        ({"metadata": {"name": "s"}, "data": API_KEY}, set()),
+        pytest.param({"metadata": {"name": "s"}, "data": [API_KEY]}, set(), id="data a list"),
+        pytest.param({"metadata": {"name": "s"}, "data": API_KEY}, set(), id="data a string"),
     ],
 )
 def test_keys_come_from_data_and_string_data(secret: dict[str, Any], keys: set[str]) -> None:

@@ -151,7 +151,13 @@ def test_failover_policy_defaults() -> None:
     }
 
 
-@pytest.mark.parametrize(("limits", "buffer"), [({}, "50Mi"), ({"bufferLimit": "200Mi"}, "200Mi")])
+@pytest.mark.parametrize(
+    ("limits", "buffer"),
+    [
+        pytest.param({}, "50Mi", id="default"),
+        pytest.param({"bufferLimit": "200Mi"}, "200Mi", id="spec.limits.bufferLimit"),
+    ],
+)
 def test_every_listener_buffers_long_prompts_and_drops_a_forged_caller(
     limits: Obj, buffer: str
 ) -> None:

@@ -667,26 +667,28 @@ def test_kaito_is_not_placed_where_its_webhook_would_refuse_the_workspace() -> N
 
 
 @pytest.mark.parametrize(
-    ("case", "kaito", "overrides", "instance_type"),
+    ("kaito", "overrides", "instance_type"),
     [
-        ("cluster's instance type", {"instanceType": "Standard_D8s_v5"}, None, "Standard_D8s_v5"),
-        (
-            "override wins",
+        pytest.param(
+            {"instanceType": "Standard_D8s_v5"}, None, "Standard_D8s_v5", id="cluster's type"
+        ),
+        pytest.param(
             {"instanceType": "Standard_D8s_v5"},
             {"resource": {"instanceType": "Standard_D16s_v5"}},
             "Standard_D16s_v5",
+            id="override wins",
         ),
-        (
-            "override only",
+        pytest.param(
             {},
             {"resource": {"instanceType": "Standard_D16s_v5"}},
             "Standard_D16s_v5",
+            id="override only",
         ),
-        ("own nodes: none", {"nodeAutoProvisioning": False}, None, None),
+        pytest.param({"nodeAutoProvisioning": False}, None, None, id="own nodes: none"),
     ],
 )
 def test_kaito_workspace_instance_type_follows_the_cluster(
-    case: str, kaito: dict[str, Any], overrides: dict[str, Any] | None, instance_type: str | None
+    kaito: dict[str, Any], overrides: dict[str, Any] | None, instance_type: str | None
 ) -> None:
     provider: dict[str, Any] = {"name": "KAITO"}
     if overrides is not None:
@@ -694,7 +696,7 @@ def test_kaito_workspace_instance_type_follows_the_cluster(
     md = deployment(replicas=1, **{**KAITO_MD, "provider": provider})
     out = step(md, [kaito_cluster("eu-west", **kaito)])
     (workspace,) = _workspaces(out)
-    assert workspace["resource"].get("instanceType") == instance_type, case
+    assert workspace["resource"].get("instanceType") == instance_type
     assert out.conditions["Scheduled"][0] == "True"
 
 
