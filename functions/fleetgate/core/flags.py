@@ -8,6 +8,12 @@ its variable and a variable over the default. They are read here with
 ``argparse`` because importing click takes ~7 ms of a function's ~130 ms cold
 start, and the functions use nothing else of it (bench/README.md, cold start).
 
+The variables are not a nicety: Crossplane runs a function's pod with no
+arguments and hands it its server certificates as ``TLS_SERVER_CERTS_DIR=/tls/server``
+(Crossplane v2.2.0 internal/controller/pkg/runtime/runtime.go:59-63, mounted by
+runtime_override_options.go:204), so that variable is how every packaged
+function finds them.
+
 ``tests/unit/test_core_flags.py`` parses the same command lines and
 environments with the SDK's own click options and requires the same values,
 so an SDK upgrade that adds or changes a flag fails there first.
