@@ -5,6 +5,7 @@ not a RunFunctionRequest, and to compare the exact bytes two processes answer.
 """
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,13 +52,19 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(name: str, *args: str, log_dir: Path) -> Iterator[Server]:
-    """Run console script ``name`` with ``args``; stop it (SIGTERM, exit 0 expected) after."""
+def serving(
+    name: str, *args: str, log_dir: Path, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """Run console script ``name`` with ``args`` (and ``env`` added to this process's
+    environment); stop it (SIGTERM, exit 0 expected) after."""
     address = f"127.0.0.1:{free_port()}"
     log = log_dir / f"{name}-{address.rsplit(':', 1)[1]}.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [console_script(name), "--address", address, *args], stdout=out, stderr=out
+            [console_script(name), "--address", address, *args],
+            stdout=out,
+            stderr=out,
+            env={**os.environ, **(env or {})},
         )
         server = Server(name, address, proc, log)
         try:

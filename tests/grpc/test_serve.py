@@ -34,11 +34,28 @@ def insecure_server(request: pytest.FixtureRequest, logs: Path) -> Iterator[tupl
         assert server.stop() == 0, "SIGTERM must stop the function cleanly"
 
 
-@pytest.fixture(params=FUNCTIONS, scope="module")
+# The certificates by flag, or as Crossplane hands them to a function's pod: in
+# TLS_SERVER_CERTS_DIR, with no argument (v2.2.0 internal/controller/pkg/runtime/runtime.go:59-63).
+HANDOVERS = ["flag", "environment"]
+
+
+@pytest.fixture(
+    params=[(f, how) for f in FUNCTIONS for how in HANDOVERS],
+    ids=[f"{f}-{how}" for f in FUNCTIONS for how in HANDOVERS],
+    scope="module",
+)
 def mtls_server(
     request: pytest.FixtureRequest, certs: Certs, logs: Path
 ) -> Iterator[tuple[str, str]]:
-    with serving(request.param, "--tls-certs-dir", str(certs.server_dir), log_dir=logs) as server:
+    name, how = request.param
+    certs_dir = str(certs.server_dir)
+    by_flag = how == "flag"
+    with serving(
+        name,
+        *(["--tls-certs-dir", certs_dir] if by_flag else []),
+        log_dir=logs,
+        env={} if by_flag else {"TLS_SERVER_CERTS_DIR": certs_dir},
+    ) as server:
         yield server.name, server.address
         assert server.stop() == 0, "SIGTERM must stop the function cleanly"
 
