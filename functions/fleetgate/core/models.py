@@ -152,6 +152,7 @@ class ObjectMeta(Model):
     namespace: str | None = None
     uid: str | None = None
     creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 

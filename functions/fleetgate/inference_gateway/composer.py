@@ -54,8 +54,7 @@ def compose(rec: Reconcile) -> None:
         # (they are required resources): ask again soon (core.pacing).
         rec.set_waiting(True)
     on.cluster_cas(reachable)
-    deleting = rec.observed_composite.get("metadata", "deletionTimestamp") is not None
-    on.name_resolution(reachable, peers, inputs.as_peer(gateway, deleting=deleting))
+    on.name_resolution(reachable, peers, inputs.as_peer(gateway))
     if isinstance(front_door, Verdict):
         _report(rec, gateway, names, front_door)
     else:

@@ -5,11 +5,11 @@ they are stable). A requirement Crossplane has not resolved yet is told apart
 from one that resolved to nothing: the first is a wait, the second a finding.
 """
 
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
-from fleetgate.core.models import InferenceCluster, InferenceGateway, parse
+from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.verdict import Verdict
 from fleetgate.inference_gateway.resolution import Peer
@@ -172,33 +172,24 @@ def clusters(rec: Reconcile) -> list[InferenceCluster] | None:
 
 def peers(rec: Reconcile) -> list[Peer] | None:
     """Every InferenceGateway, for the name-resolution ownership rule; None until resolved."""
-    found = rec.require(GATEWAYS, Selector(API_VERSION, "InferenceGateway"))
+    found = rec.require_all(GATEWAYS, Selector(API_VERSION, "InferenceGateway"), InferenceGateway)
     if found is None:
         return None
-    result = [peer(raw) for raw in found]
+    result = [as_peer(gateway) for gateway in found]
     _unique("InferenceGateway", [p.name for p in result])
     return result
 
 
-def peer(raw: dict[str, Any]) -> Peer:
-    """Another gateway reduced to what the ownership rule reads."""
-    gateway = parse(InferenceGateway, raw, f"InferenceGateway {_name(raw) or '?'}")
-    return as_peer(gateway, deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")))
-
-
-def as_peer(gateway: InferenceGateway, *, deleting: bool) -> Peer:
-    """A gateway, parsed already (this one, or another), as the ownership rule sees it."""
+def as_peer(gateway: InferenceGateway) -> Peer:
+    """A gateway (this one, or another) as the ownership rule sees it."""
+    meta = gateway.metadata
     return Peer(
-        name=gateway.metadata.name,
+        name=meta.name,
         cluster=gateway.spec.cluster_name,
-        created=gateway.metadata.creation_timestamp or "",
-        deleting=deleting,
+        created=meta.creation_timestamp or "",
+        deleting=bool(meta.deletion_timestamp),
     )
 
 
 def _unique(kind: str, names: list[str]) -> None:
     refuse_duplicates(f"{kind}s", names)
-
-
-def _name(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
