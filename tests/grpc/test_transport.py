@@ -11,6 +11,7 @@
 
 import concurrent.futures
 import copy
+import json
 import re
 import signal
 import time
@@ -92,6 +93,32 @@ def test_bad_request_is_refused_and_serving_continues(
         assert err.value.code() == code
         assert run(channel, good).meta.tag == good.meta.tag
     assert server.proc.poll() is None, "the function process is still running"
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_at_the_default_level_only_what_went_wrong_is_logged_as_the_sdks_json(
+    name: str, fleet_requests: Requests, logs: Path
+) -> None:
+    """A good call writes no line; a refused one writes one, in the SDK's production format.
+
+    The SDK's logging is configured when the first line is written
+    (``fleetgate.core.log``): this is what shows it was, at info level.
+    """
+    good = fleet_requests[name][0]
+    with serving(name, "--insecure", log_dir=logs) as server:
+        with insecure(server.address) as channel:
+            assert run(channel, good).meta.tag == good.meta.tag
+            quiet = server.logged()
+            with pytest.raises(grpc.RpcError):
+                raw_call(channel, b"\xff\xfe\xfd not protobuf")
+            assert run(channel, good).meta.tag == good.meta.tag
+        assert server.stop() == 0
+        lines = server.logged()[len(quiet) :].splitlines()
+    assert quiet == "", "a good call at info level writes nothing"
+    assert len(lines) == 1, lines
+    line = json.loads(lines[0])
+    assert (line["level"], line["msg"]) == ("warning", "refused a malformed RunFunctionRequest")
+    assert {"ts", "filename", "lineno", "size"} <= line.keys()
 
 
 def test_two_processes_answer_with_the_same_bytes(

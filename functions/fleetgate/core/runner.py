@@ -29,13 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
-from crossplane.function import logging, response
+from crossplane.function import response
 from crossplane.function import runtime as sdkruntime
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
-from fleetgate.core import flags, structs
+from fleetgate.core import flags, log, structs
 from fleetgate.core.errors import InputError
 from fleetgate.core.reconcile import Reconcile
 
@@ -71,7 +71,7 @@ def run_composer(compose: Composer, req: fnv1.RunFunctionRequest) -> fnv1.RunFun
         )
     except Exception as err:
         # Frames only, never the exception's text: it may quote input values.
-        logging.get_logger().error(
+        log.get().error(
             "composer failed",
             error=type(err).__name__,
             traceback="".join(traceback.format_tb(err.__traceback__)),
@@ -114,7 +114,7 @@ def answer(
     """
     data = encode(run_composer(compose, req))
     if max_bytes is not None and len(data) > max_bytes:
-        logging.get_logger().error("response too large", size=len(data), limit=max_bytes)
+        log.get().error("response too large", size=len(data), limit=max_bytes)
         rsp = response.to(req)
         Reconcile(req, rsp).fatal(
             f"the composed response is {len(data)} bytes, over this function's gRPC message "
@@ -149,17 +149,19 @@ class FunctionRunner:
         try:
             req.ParseFromString(data)
         except DecodeError:
-            logging.get_logger().warning("refused a malformed RunFunctionRequest", size=len(data))
+            log.get().warning("refused a malformed RunFunctionRequest", size=len(data))
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "the request is not a RunFunctionRequest"
             )
-        log = logging.get_logger().bind(**_describe(req))
-        log.debug("RunFunction")
+        call = log.get().bind(**_describe(req)) if log.debugging() else None
+        if call is not None:
+            call.debug("RunFunction")
         loop = asyncio.get_running_loop()
         out = await loop.run_in_executor(
             self._pool, lambda: answer(self._compose, req, max_bytes=self._max_bytes)
         )
-        log.debug("RunFunction answered", size=len(out))
+        if call is not None:
+            call.debug("RunFunction answered", size=len(out))
         return out
 
     def handlers(self) -> list[grpc.GenericRpcHandler]:
@@ -225,7 +227,7 @@ def command(name: str, compose: Composer) -> Callable[..., None]:
     def main(argv: Sequence[str] | None = None) -> None:
         opts = flags.parse(cli, argv, os.environ)
         # As sdkcli.run: the same log formats, limits in MB, send defaulting to receive.
-        logging.configure(level=logging.Level.DEBUG if opts.debug else logging.Level.INFO)
+        log.configure(debug=opts.debug)
         receive = opts.max_recv_message_size
         send = receive if opts.max_send_message_size is None else opts.max_send_message_size
         serve(
