@@ -2,8 +2,10 @@
 
 import json
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import celpy
 import pytest
@@ -12,9 +14,9 @@ from celpy.adapter import json_to_cel
 from fleetgate.core import names
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import EngineSpec, EngineType, EnvVar
+from fleetgate.core.models import EngineSpec, EngineType, EnvVar, ServingProvider
 from fleetgate.model_deployment import endpoints, engine, naming, routing
-from fleetgate.model_deployment.providers import PROVIDERS, pods
+from fleetgate.model_deployment.providers import CEILINGS, PROVIDERS, pods
 from fleetgate.model_deployment.providers.base import EngineRun, Workload
 from fleetgate.model_deployment.providers.llmd import FAILURE_MODE, PICKER_CONFIG
 
@@ -448,12 +450,34 @@ def test_llmd_endpoint_picker_may_authenticate_metrics_scrapes() -> None:
 
 
 def test_llmd_serves_vllm_on_gpus_only() -> None:
-    capability = PROVIDERS["LLMD"].capability
+    capability = CEILINGS["LLMD"]
     assert capability.refuses("vllm", 1, "Aggregated") is None
     assert capability.refuses("sglang", 1, "Aggregated") is not None
     assert capability.refuses("vllm", 0, "Aggregated") is not None
     assert capability.refuses("vllm", 1, "Disaggregated") is not None
-    assert PROVIDERS["Direct"].capability.refuses("llamacpp", 0, "Aggregated") is None
+    assert CEILINGS["Direct"].refuses("llamacpp", 0, "Aggregated") is None
+
+
+def test_every_provider_has_a_ceiling_and_a_renderer_of_its_name() -> None:
+    assert list(CEILINGS) == list(PROVIDERS)
+    assert set(PROVIDERS) == set(get_args(ServingProvider))
+    for name in PROVIDERS:
+        assert PROVIDERS[name].name == name
+        assert PROVIDERS[name] is PROVIDERS[name], "one renderer per provider"
+
+
+def test_a_renderer_is_imported_when_a_deployment_first_needs_it() -> None:
+    """A process placing only Direct deployments builds no other provider's override models."""
+    code = (
+        "import sys\n"
+        "import fleetgate.model_deployment.main\n"
+        "from fleetgate.model_deployment.providers import PROVIDERS\n"
+        "PROVIDERS['Direct']\n"
+        "prefix = 'fleetgate.model_deployment.providers.'\n"
+        "print(sorted(m.removeprefix(prefix) for m in sys.modules if m.startswith(prefix)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "['base', 'direct', 'pods']"
 
 
 def test_http_route_on_the_cluster_gateway() -> None:

@@ -10,10 +10,10 @@ is also what ``compositions/modeldeployments.yaml`` carries.
 
 The catalog may *offer less* than a renderer can do (take an engine away,
 drop a provider entirely, make a provider explicit-only by giving it no
-rules), never more: a capability no renderer backs would place a workload
-nothing can run, so it is refused as bad input naming the field. It is
-decoded strictly: a misspelt field in a Composition is an error, not a rule
-silently ignored.
+rules), never more (``providers.CEILINGS``): a capability no renderer backs
+would place a workload nothing can run, so it is refused as bad input naming
+the field. It is decoded strictly: a misspelt field in a Composition is an
+error, not a rule silently ignored.
 """
 
 from collections.abc import Mapping
@@ -25,12 +25,7 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.inputs import function_input
 from fleetgate.core.models import EngineType, Model, ServingProvider
 from fleetgate.core.reconcile import Reconcile
-from fleetgate.model_deployment.providers.base import (
-    Capability,
-    EngineSupport,
-    Provider,
-    ServingMode,
-)
+from fleetgate.model_deployment.providers.base import Capability, EngineSupport, ServingMode
 
 INPUT_API_VERSION = "model-deployment.fn.fleetgate.dev/v1alpha1"
 INPUT_KIND = "ProviderCatalog"
@@ -167,10 +162,10 @@ BUNDLED_DATA: dict[str, Any] = {
 BUNDLED = ProviderCatalog.model_validate(BUNDLED_DATA)
 
 
-def within(catalog: ProviderCatalog, renderers: Mapping[ServingProvider, Provider]) -> None:
+def within(catalog: ProviderCatalog, ceilings: Mapping[ServingProvider, Capability]) -> None:
     """Refuse a catalog that offers what no renderer can do (InputError naming the field)."""
     for i, entry in enumerate(catalog.providers):
-        beyond = entry.capability.exceeds(renderers[entry.name].capability)
+        beyond = entry.capability.exceeds(ceilings[entry.name])
         if beyond:
             raise InputError(
                 f"invalid Composition input {INPUT_KIND}: providers[{i}].engines: "
@@ -178,8 +173,8 @@ def within(catalog: ProviderCatalog, renderers: Mapping[ServingProvider, Provide
             )
 
 
-def load(rec: Reconcile, renderers: Mapping[ServingProvider, Provider]) -> ProviderCatalog:
+def load(rec: Reconcile, ceilings: Mapping[ServingProvider, Capability]) -> ProviderCatalog:
     """The Composition's catalog, or the bundled one when the step has no input."""
     catalog = function_input(rec, ProviderCatalog, BUNDLED)
-    within(catalog, renderers)
+    within(catalog, ceilings)
     return catalog

@@ -6,10 +6,10 @@ the cluster gateway's HTTPRoute sends traffic to, and reads back how many
 replicas are ready. Everything around that (selection, placement, the route,
 the ModelEndpoint, status) is the same for every provider and lives outside.
 
-A provider also declares what it *can* render (``capability``: the ceiling a
-Composition's provider catalog may offer, never exceed) and how it takes
-``spec.provider.overrides`` (``overrides``: a strict model whose fields are
-the root keys it accepts).
+A provider also declares how it takes ``spec.provider.overrides``
+(``overrides``: a strict model whose fields are the root keys it accepts).
+What it *can* render (the ceiling a Composition's provider catalog may offer,
+never exceed) is its ``Capability`` in the package's ``CEILINGS``.
 """
 
 from collections.abc import Mapping
@@ -162,7 +162,6 @@ class Renderer:
 
 class Provider(Protocol):
     name: ServingProvider
-    capability: Capability
     # Root keys of spec.provider.overrides, decoded strictly (unknown keys at
     # any depth are errors). An empty model accepts no overrides.
     overrides: type[BaseModel]

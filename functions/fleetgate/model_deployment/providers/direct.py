@@ -8,20 +8,15 @@ from fleetgate.core.models import ServingProvider
 from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
-    Capability,
     RemotePart,
     Rendered,
     Renderer,
     Workload,
-    support,
 )
 
 
 class Direct(Renderer):
     name: ServingProvider = "Direct"
-    capability = Capability(
-        {e: support(gpu=True, cpu=True) for e in ("vllm", "sglang", "trtllm", "llamacpp")}
-    )
     overrides: type[BaseModel] = pods.DeploymentOverrides
     starts_engine: bool = False
 

@@ -49,14 +49,12 @@ from fleetgate.model_deployment.overrides import (
 )
 from fleetgate.model_deployment.providers import llmd, pods
 from fleetgate.model_deployment.providers.base import (
-    Capability,
     Manifest,
     RemotePart,
     Rendered,
     Renderer,
     ServingMode,
     Workload,
-    support,
 )
 
 API_VERSION = "nvidia.com/v1alpha1"
@@ -211,13 +209,6 @@ class DynamoOverrides(Strict):
 
 class Dynamo(Renderer):
     name: ServingProvider = "Dynamo"
-    capability = Capability(
-        {
-            "vllm": support(gpu=True, disaggregated=True),
-            "sglang": support(gpu=True, disaggregated=True),
-            "trtllm": support(gpu=True),
-        }
-    )
     overrides: type[BaseModel] = DynamoOverrides
 
     def default_image(self, engine: EngineType) -> str | None:

@@ -40,13 +40,11 @@ from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.overrides import LabelSelector, Strict, merge, upstream
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
-    Capability,
     Manifest,
     RemotePart,
     Rendered,
     Renderer,
     Workload,
-    support,
 )
 
 API_VERSION = "kaito.sh/v1beta1"
@@ -182,7 +180,6 @@ class KAITOOverrides(Strict):
 
 class KAITO(Renderer):
     name: ServingProvider = "KAITO"
-    capability = Capability({"vllm": support(gpu=True), "llamacpp": support(gpu=True, cpu=True)})
     overrides: type[BaseModel] = KAITOOverrides
     sizing_paths: frozenset[str] = frozenset({"resource.count"})
 

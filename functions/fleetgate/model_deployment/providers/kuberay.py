@@ -28,13 +28,11 @@ from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.overrides import Strict
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
-    Capability,
     Manifest,
     RemotePart,
     Rendered,
     Renderer,
     Workload,
-    support,
 )
 
 API_VERSION = "ray.io/v1"
@@ -157,7 +155,6 @@ class NoOverrides(Strict):
 
 class KubeRay(Renderer):
     name: ServingProvider = "KubeRay"
-    capability = Capability({"vllm": support(gpu=True)})
     overrides: type[BaseModel] = NoOverrides
 
     def default_image(self, engine: EngineType) -> str | None:

@@ -21,13 +21,11 @@ from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
     WORKLOAD_LABEL,
-    Capability,
     Manifest,
     RemotePart,
     Rendered,
     Renderer,
     Workload,
-    support,
 )
 
 POOL_GROUP = "inference.networking.k8s.io"
@@ -293,7 +291,6 @@ def pool_backend(workload: Workload) -> Manifest:
 
 class LLMD(Renderer):
     name: ServingProvider = "LLMD"
-    capability = Capability({"vllm": support(gpu=True)})
     # Applied to the engine Deployment, not the picker.
     overrides: type[BaseModel] = pods.DeploymentOverrides
     starts_engine: bool = False
