@@ -23,7 +23,7 @@ FULL = Settings(
     call=Budget(seconds=0.8, min_calls=20, max_calls=400),
     wire=Budget(seconds=0.2, min_calls=20, max_calls=400),
     grpc=Budget(seconds=0.8, min_calls=20, max_calls=300),
-    cold_starts=7,
+    cold_starts=21,
     concurrency_seconds=3.0,
     out=REPO / "bench" / "results",
 )
