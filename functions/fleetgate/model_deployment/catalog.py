@@ -25,6 +25,7 @@ from fleetgate.core.errors import InputError
 from fleetgate.core.inputs import function_input
 from fleetgate.core.models import EngineType, Model, ServingProvider
 from fleetgate.core.reconcile import Reconcile
+from fleetgate.model_deployment.providers import CEILINGS
 from fleetgate.model_deployment.providers.base import Capability, EngineSupport, ServingMode
 
 INPUT_API_VERSION = "model-deployment.fn.fleetgate.dev/v1alpha1"
@@ -173,8 +174,8 @@ def within(catalog: ProviderCatalog, ceilings: Mapping[ServingProvider, Capabili
             )
 
 
-def load(rec: Reconcile, ceilings: Mapping[ServingProvider, Capability]) -> ProviderCatalog:
+def load(rec: Reconcile) -> ProviderCatalog:
     """The Composition's catalog, or the bundled one when the step has no input."""
     catalog = function_input(rec, ProviderCatalog, BUNDLED)
-    within(catalog, ceilings)
+    within(catalog, CEILINGS)
     return catalog

@@ -50,7 +50,7 @@ from fleetgate.model_deployment import (
     routing,
     upstream,
 )
-from fleetgate.model_deployment.providers import CEILINGS, PROVIDERS
+from fleetgate.model_deployment.providers import PROVIDERS
 from fleetgate.model_deployment.providers.base import Provider, RemotePart, Workload
 from fleetgate.model_deployment.selection import Choice, choose
 from fleetgate.model_deployment.state import DeploymentStatus, gpus_used_by_peers, own_status
@@ -84,7 +84,7 @@ def compose(rec: Reconcile) -> None:
     namespace, name = _identity(md)
     previous = own_status(rec.observed_composite)
     rec.set_status(servedModelName=engine.served_model_name(namespace, name))
-    offered = catalog.load(rec, CEILINGS)
+    offered = catalog.load(rec)
 
     found = _fleet(rec, md)
     if found is None:
