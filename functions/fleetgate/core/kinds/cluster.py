@@ -32,7 +32,7 @@ class ClusterCredentials(Model):
 
 
 class PlacementMetadata(Model):
-    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=16)
 
 
 class ClusterPlacement(Model):

@@ -23,4 +23,4 @@ class ClusterGatewayStatus(Model):
 class InferenceClusterStatus(Model):
     provider_config_ref: ProviderConfigRef = Field(default_factory=ProviderConfigRef)
     gateway: ClusterGatewayStatus = Field(default_factory=ClusterGatewayStatus)
-    conditions: list[Condition] = []
+    conditions: list[Condition] = Field(default_factory=list)

@@ -29,8 +29,8 @@ class ModelRef(Model):
 class EngineSpec(Model):
     type: EngineType | None = None
     image: Annotated[str, Field(max_length=1024)] | None = None
-    args: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=128)] = []
-    env: Annotated[list[EnvVar], Field(max_length=128)] = []
+    args: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=128)
+    env: list[EnvVar] = Field(default_factory=list, max_length=128)
 
 
 class ProviderSpec(Model):
@@ -52,7 +52,7 @@ class DeploymentPlacement(Model):
 
 
 class TemplateMetadata(Model):
-    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=16)] = {}
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=16)
 
 
 class EndpointTemplate(Model):

@@ -76,8 +76,8 @@ class InferenceGatewayStatus(Model):
     endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
     # Clusters this gateway reaches over mutual TLS right now: its copy of the
     # cluster's CA and its own client certificate are both on its cluster.
-    reachable_clusters: Annotated[list[Name], Field(max_length=1024)] = []
-    conditions: list[Condition] = []
+    reachable_clusters: list[Name] = Field(default_factory=list, max_length=1024)
+    conditions: list[Condition] = Field(default_factory=list)
 
 
 class InferenceGateway(Composite):
