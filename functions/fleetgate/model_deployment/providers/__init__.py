@@ -12,6 +12,7 @@ those for providers no deployment uses was about 2 ms of every cold start
 import importlib
 import threading
 from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 from fleetgate.core.models import ServingProvider
 from fleetgate.model_deployment.providers.base import (
@@ -21,27 +22,40 @@ from fleetgate.model_deployment.providers.base import (
     support,
 )
 
-CEILINGS: Mapping[ServingProvider, Capability] = {
-    "Direct": Capability({e: support(gpu=True, cpu=True) for e in ENGINE_PREFERENCE}),
-    "LLMD": Capability({"vllm": support(gpu=True)}),
-    "KAITO": Capability({"vllm": support(gpu=True), "llamacpp": support(gpu=True, cpu=True)}),
-    "Dynamo": Capability(
-        {
-            "vllm": support(gpu=True, disaggregated=True),
-            "sglang": support(gpu=True, disaggregated=True),
-            "trtllm": support(gpu=True),
-        }
+
+class _Entry(NamedTuple):
+    module: str  # the renderer's module, under this package
+    renderer: str  # its class
+    ceiling: Capability  # what it can run
+
+
+# One row per provider.
+_REGISTRY: Mapping[ServingProvider, _Entry] = {
+    "Direct": _Entry(
+        "direct", "Direct", Capability({e: support(gpu=True, cpu=True) for e in ENGINE_PREFERENCE})
     ),
-    "KubeRay": Capability({"vllm": support(gpu=True)}),
+    "LLMD": _Entry("llmd", "LLMD", Capability({"vllm": support(gpu=True)})),
+    "KAITO": _Entry(
+        "kaito",
+        "KAITO",
+        Capability({"vllm": support(gpu=True), "llamacpp": support(gpu=True, cpu=True)}),
+    ),
+    "Dynamo": _Entry(
+        "dynamo",
+        "Dynamo",
+        Capability(
+            {
+                "vllm": support(gpu=True, disaggregated=True),
+                "sglang": support(gpu=True, disaggregated=True),
+                "trtllm": support(gpu=True),
+            }
+        ),
+    ),
+    "KubeRay": _Entry("kuberay", "KubeRay", Capability({"vllm": support(gpu=True)})),
 }
 
-# Provider → (its module under this package, its renderer class).
-_RENDERERS: Mapping[ServingProvider, tuple[str, str]] = {
-    "Direct": ("direct", "Direct"),
-    "LLMD": ("llmd", "LLMD"),
-    "KAITO": ("kaito", "KAITO"),
-    "Dynamo": ("dynamo", "Dynamo"),
-    "KubeRay": ("kuberay", "KubeRay"),
+CEILINGS: Mapping[ServingProvider, Capability] = {
+    name: entry.ceiling for name, entry in _REGISTRY.items()
 }
 
 
@@ -56,16 +70,17 @@ class _Renderers(Mapping[ServingProvider, Provider]):
         with self._lock:
             made = self._made.get(name)
             if made is None:
-                module, cls = _RENDERERS[name]
-                made = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+                entry = _REGISTRY[name]
+                module = importlib.import_module(f"{__name__}.{entry.module}")
+                made = getattr(module, entry.renderer)()
                 self._made[name] = made
             return made
 
     def __iter__(self) -> Iterator[ServingProvider]:
-        return iter(_RENDERERS)
+        return iter(_REGISTRY)
 
     def __len__(self) -> int:
-        return len(_RENDERERS)
+        return len(_REGISTRY)
 
 
 PROVIDERS: Mapping[ServingProvider, Provider] = _Renderers()
