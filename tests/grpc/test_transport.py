@@ -5,6 +5,7 @@
   over the receive limit with RESOURCE_EXHAUSTED, and the process keeps serving;
 * an answer over the send limit is a fatal result saying so, not a transport error;
 * two processes answer the same request with the same bytes;
+* a second process on a taken address exits saying so, instead of sharing it;
 * SIGTERM while calls are in flight lets every one of them finish within the
   grace period, and the process exits 0.
 """
@@ -14,6 +15,7 @@ import copy
 import json
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,9 +24,10 @@ import grpc
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e.functions import console_script
 from fleetgate.core import names
 from fleetgate.core.runner import GRACE_PERIOD_S
-from tests.grpc.process import FUNCTIONS, Server, insecure, raw_call, run, serving
+from tests.grpc.process import FUNCTIONS, TIMEOUT_S, Server, insecure, raw_call, run, serving
 
 Requests = dict[str, list[fnv1.RunFunctionRequest]]
 MB = 1024 * 1024
@@ -131,6 +134,25 @@ def test_two_processes_answer_with_the_same_bytes(
                 data = req.SerializeToString()
                 assert raw_call(one, data) == raw_call(other, data)
         assert twin.stop() == 0
+
+
+def test_a_second_process_on_a_taken_address_exits_instead_of_sharing_it(
+    server: Server, fleet_requests: Requests
+) -> None:
+    """gRPC binds with SO_REUSEPORT unless told not to: two functions on one address
+    would both serve, and the kernel would hand each call to either of them."""
+    second = subprocess.run(
+        [console_script(server.name), "--insecure", "--address", server.address],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert second.returncode != 0
+    assert f"cannot listen on {server.address}" in second.stderr
+    good = fleet_requests[server.name][0]
+    with insecure(server.address) as channel:
+        assert run(channel, good).meta.tag == good.meta.tag
 
 
 def gateway_reaching(clusters: int, req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest:

@@ -6,7 +6,7 @@ fatal result that discloses nothing, so nothing ever escapes ``RunFunction``.
 
 The server is the SDK's (same flags, read by ``flags`` without click; v1 and
 v1beta1, reflection, mutual TLS with ``--tls-certs-dir``, a grace period on
-SIGTERM) with three differences, each load-bearing:
+SIGTERM) with four differences, each load-bearing:
 
 * responses are encoded deterministically. protobuf map fields (every Struct,
   ``desired.resources``, ``requirements.resources``) are written in hash order,
@@ -17,7 +17,12 @@ SIGTERM) with three differences, each load-bearing:
   the configured send limit becomes a fatal result saying so, instead of an
   opaque RESOURCE_EXHAUSTED that Crossplane retries forever;
 * composing runs on a small thread pool, so the event loop keeps accepting
-  calls, answering reflection and handling SIGTERM while a large XR composes.
+  calls, answering reflection and handling SIGTERM while a large XR composes;
+* the listening address is this process's alone. gRPC sets SO_REUSEPORT by
+  default, so a second function started on a taken address binds it too and
+  the kernel splits connections between the two: Crossplane's calls for one
+  function are answered by another, which refuses the XR as malformed. Here the
+  second process exits saying the address is in use.
 """
 
 import asyncio
@@ -195,13 +200,18 @@ def serve(
         )
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    server = grpc.aio.server(options=list(options))
+    server = grpc.aio.server(options=[*options, ("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers(runner.handlers())
     reflection.enable_server_reflection(sdkruntime.SERVICE_NAMES, server)
-    if insecure:
-        server.add_insecure_port(address)
-    else:
-        server.add_secure_port(address, creds)
+    try:
+        if insecure:
+            server.add_insecure_port(address)
+        else:
+            server.add_secure_port(address, creds)
+    except RuntimeError:  # grpc's only word for it: "Failed to bind to address"
+        runner.close()
+        loop.close()
+        raise SystemExit(f"cannot listen on {address}: the address is in use or invalid") from None
     stopping: list[asyncio.Future[None]] = []
     loop.add_signal_handler(
         signal.SIGTERM,
