@@ -3,7 +3,10 @@
 Each would fail on the code before its fix: observed state a controller
 wrote in an unexpected shape crashed a reader (an internal error instead of
 a reconcile), and a required object listed twice made a ModelService's
-answer depend on the order Crossplane listed it in.
+answer depend on the order Crossplane listed it in, and an XR of another kind
+was validated against the function's own schema, so that a function called for
+the wrong XR said only that fields were missing (seen on the real control
+plane, when two functions were served on one port).
 """
 
 import copy
@@ -13,7 +16,7 @@ import pytest
 
 from e2e.fleet import XRKey
 from tests.hardening import harness
-from tests.hardening.harness import INTERNAL_ERROR, KINDS, InProcessFleet, Obj
+from tests.hardening.harness import INTERNAL_ERROR, KINDS, SCRIPTS, InProcessFleet, Obj
 from tests.hardening.mutations import GARBAGE
 
 
@@ -86,3 +89,25 @@ def test_a_secret_not_holding_a_map_reads_as_holding_no_key(
             settled, key, settled.composed.get(key, {}), [*settled.xrs.values(), *secrets]
         )
         assert answered.fatal == []
+
+
+WRONG_KIND_CASES = [
+    pytest.param(kind, other, id=f"{SCRIPTS[kind]}-given-{other}")
+    for kind in KINDS
+    for other in KINDS
+    if SCRIPTS[other] != SCRIPTS[kind]
+]
+
+
+@pytest.mark.parametrize(("kind", "other"), WRONG_KIND_CASES)
+def test_an_xr_of_a_kind_the_function_does_not_compose_is_refused_by_kind(
+    settled: InProcessFleet, kind: str, other: str
+) -> None:
+    """One fatal that names ``kind`` and the XR, and nothing composed from the wrong schema."""
+    key = next(k for k in settled.ordered() if k[0] == other)
+    answered = harness.reconcile(
+        harness.composer(kind), settled.xrs[key], [*settled.xrs.values(), *settled.secrets]
+    )
+    assert len(answered.fatal) == 1, answered.fatal
+    assert answered.fatal[0].startswith(f"invalid {other} {key[2]}: kind: "), answered.fatal
+    assert not answered.rsp.desired.resources

@@ -130,9 +130,22 @@ class Reconcile:
         return self._observed_composite
 
     def composite(self, model: type[C]) -> C:
-        """The observed XR as a typed model; InputError names a malformed field."""
-        data = structs.to_dict(self.req.observed.composite.resource, only=wire_fields(model))
-        return parse(model, data, describe_object(data, model.__name__))
+        """The observed XR as a typed model; InputError names a malformed field.
+
+        The model's name is the XR's kind. Another kind is refused as such, not
+        validated field by field against the wrong schema: it means a
+        Composition's pipeline calls this function for an XR it does not compose.
+        """
+        resource = self.req.observed.composite.resource
+        data = structs.to_dict(resource, only=wire_fields(model))
+        where = describe_object(data, model.__name__)
+        kind = data.get("kind", model.__name__)
+        if kind != model.__name__:
+            raise InputError(
+                f"invalid {where}: kind: this function composes {model.__name__}, not "
+                f"{kind}; check the Composition's pipeline functionRef"
+            )
+        return parse(model, data, where)
 
     def require(self, key: str, selector: Selector) -> list[dict[str, Any]] | None:
         """Declare a requirement; return the resources, or None while unresolved."""
