@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +37,23 @@ def development_targets(path: Path | None = None) -> dict[str, str]:
     return targets
 
 
+# Every port free_port has handed out in this process. A port is free when
+# chosen but bound only later, by another process; until then the kernel may
+# offer it again, and two of our servers would be told to share one address.
+_HANDED_OUT: set[int] = set()
+_HANDING_OUT = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port nothing listens on now, never the same one twice per process."""
+    with _HANDING_OUT:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port: int = s.getsockname()[1]
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
 
 
 def _with_ports(ports: dict[str, int], into: Path) -> Path:

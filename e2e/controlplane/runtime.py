@@ -115,6 +115,12 @@ class PackageRuntime:
         server_secret = _secret_name(rev, "-tls-server")
         if name not in self.certs:
             self.certs[name] = self._tls_secret(rev, server_secret, server=True)
+        last = self.started.get(name)
+        if name not in self.endpoints or (last is not None and last.popen.poll() is not None):
+            # Each start gets its own address: one that was taken between choosing and
+            # binding (the function then exits, refusing to share it) is not tried again.
+            # Crossplane re-dials when status.endpoint changes (crossplane v2.2.0
+            # internal/xfn/function_runner.go:216-243).
             self.endpoints[name] = f"127.0.0.1:{free_port()}"
         fields = {
             "tlsServerSecretName": server_secret,
