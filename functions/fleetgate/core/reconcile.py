@@ -136,8 +136,7 @@ class Reconcile:
         validated field by field against the wrong schema: it means a
         Composition's pipeline calls this function for an XR it does not compose.
         """
-        resource = self.req.observed.composite.resource
-        data = structs.to_dict(resource, only=wire_fields(model))
+        data = structs.to_dict(self.req.observed.composite.resource, only=wire_fields(model))
         where = describe_object(data, model.__name__)
         kind = data.get("kind", model.__name__)
         if kind != model.__name__:
