@@ -11,7 +11,7 @@ plumbing, and so that the rules every function must follow live in one place:
 * messages are bounded, and no value is read from a Secret but presence.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -43,6 +43,15 @@ def describe_object(data: dict[str, Any], default_kind: str) -> str:
     kind_text = kind if isinstance(kind, str) and kind else default_kind
     name_text = name if isinstance(name, str) and name else "?"
     return bounded(f"{kind_text} {name_text}")[:300]
+
+
+def wrong_kind(where: str, composes: Iterable[str], kind: object) -> InputError:
+    """The error for an XR of a kind this function does not compose: a Composition's
+    pipeline names the wrong function, which no field of the XR can fix."""
+    return InputError(
+        f"invalid {where}: kind: this function composes {' and '.join(composes)}, not "
+        f"{kind}; check the Composition's pipeline functionRef"
+    )
 
 
 def bounded(message: str) -> str:
@@ -140,10 +149,7 @@ class Reconcile:
         where = describe_object(data, model.__name__)
         kind = data.get("kind", model.__name__)
         if kind != model.__name__:
-            raise InputError(
-                f"invalid {where}: kind: this function composes {model.__name__}, not "
-                f"{kind}; check the Composition's pipeline functionRef"
-            )
+            raise wrong_kind(where, [model.__name__], kind)
         return parse(model, data, where)
 
     def require(self, key: str, selector: Selector) -> list[dict[str, Any]] | None:

@@ -7,8 +7,7 @@ of the ModelService's work, split off only so that neither call outgrows
 Crossplane's 4 MiB message limit at the API's maxima.
 """
 
-from fleetgate.core.errors import InputError
-from fleetgate.core.reconcile import Reconcile, describe_object
+from fleetgate.core.reconcile import Reconcile, describe_object, wrong_kind
 from fleetgate.core.runner import Composer
 from fleetgate.model_service import model_route, service
 
@@ -24,7 +23,5 @@ def compose(rec: Reconcile) -> None:
     composer = COMPOSERS.get(kind.string_value) if kind else None
     if composer is None:
         where = describe_object(rec.observed_composite.to_dict(), "composite")
-        raise InputError(
-            f"invalid {where}: kind: compose-model-service composes {' and '.join(COMPOSERS)} only"
-        )
+        raise wrong_kind(where, COMPOSERS, kind.string_value if kind else "an XR without a kind")
     composer(rec)
