@@ -515,7 +515,38 @@ def test_an_envoy_gateway_without_patch_policies_is_reported() -> None:
     assert any("strict priority tiers" in w for w in out.warnings)
     # The route still serves: only the tiers' strictness is lost.
     assert out.conditions["RouteAccepted"][0] == "True"
-    assert canary(as_observed(canary())).conditions["StrictTiers"][:2] == ("True", "Accepted")
+    assert canary(as_observed(canary())).conditions["StrictTiers"][:2] == ("True", "Programmed")
+
+
+# What Envoy Gateway v1.8.3 writes beside Accepted=True when a patch did not apply
+# (internal/gatewayapi/status/envoypatchpolicy.go:38-51)
+UNAPPLIED = {
+    "target-missing": {
+        "reason": "ResourceNotFound",
+        "message": "Unable to find xds resources: type.googleapis.com/envoy.config.cluster.v3"
+        ".Cluster/httproute/fleetgate-system/x/rule/0",
+    },
+    "patch-invalid": {"reason": "Invalid", "message": "validation failed for xds resource"},
+}
+
+
+@pytest.mark.parametrize("programmed", UNAPPLIED.values(), ids=UNAPPLIED.keys())
+def test_an_accepted_patch_that_did_not_apply_leaves_tiers_unstrict(programmed: Obj) -> None:
+    """Issue 31: a patch whose target cluster is gone reads Accepted=True, Programmed=False."""
+    observed = as_observed(canary())
+    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    conditions = remote["status"]["ancestors"][0]["conditions"]
+    assert [c["type"] for c in conditions] == ["Accepted", "Programmed"]
+    conditions[1] = {**conditions[1], "status": "False", **programmed}
+    out = canary(observed)
+    status, reason, message = out.conditions["StrictTiers"]
+    assert (status, reason) == ("False", programmed["reason"])
+    assert message.startswith("Envoy Gateway accepted but did not apply EnvoyPatchPolicy")
+    assert programmed["message"] in message
+    assert any("strict priority tiers" in w for w in out.warnings)
+    # Accepted without any word on Programmed yet: not yet known, not strict.
+    del conditions[1]
+    assert canary(observed).conditions["StrictTiers"][:2] == ("False", "Pending")
 
 
 def _stamped(observed: dict[str, Obj], key: str, *, generation: int, stamp: int) -> Obj:

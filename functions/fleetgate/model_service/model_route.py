@@ -107,23 +107,39 @@ TIERS = "StrictTiers"
 
 
 def _report_tiers(rec: Reconcile) -> None:
-    """StrictTiers: whether Envoy Gateway took the patch that makes priority tiers strict.
+    """StrictTiers: whether Envoy Gateway took, and applied, the patch that makes tiers strict.
 
     Without it (a platform's own Envoy Gateway without
     ``extensionApis.enableEnvoyPatchPolicy``) the route still serves, but a
     tier under ~72% healthy already sends a share to the next one.
+
+    Accepted alone is not enough: a patch whose target cluster is missing from
+    the xDS (Envoy Gateway renames it ``.../rule/0/backend/N`` as soon as one of
+    the rule's backends is invalid) stays Accepted and reads ``Programmed=False``
+    (``ResourceNotFound``), as does a patch the translator could not apply
+    (``Invalid``) (Envoy Gateway v1.8.3 internal/xds/translator/jsonpatch.go:99-106,
+    157-169; internal/gatewayapi/status/envoypatchpolicy.go:18-51).
     """
-    found = rec.observed(TIERS_KEY).remote.entry_conditions("ancestors", "Accepted")
-    refused = next((c for c in found if c.get("status") != "True"), None)
+    observed = rec.observed(TIERS_KEY).remote
+    accepted = observed.entry_conditions("ancestors", "Accepted")
+    programmed = observed.entry_conditions("ancestors", "Programmed")
+    refused = next((c for c in accepted if c.get("status") != "True"), None)
+    unapplied = next((c for c in programmed if c.get("status") != "True"), None)
     if refused is not None:
-        why = refused.get("message") or refused.get("reason")
-        message = f"Envoy Gateway did not accept EnvoyPatchPolicy for strict priority tiers: {why}"
-        rec.condition(TIERS, "False", str(refused.get("reason") or "NotAccepted"), message)
-        rec.warning(message, "TiersNotStrict")
-    elif found:
-        rec.condition(TIERS, "True", "Accepted", "priority tiers are strict")
+        _tiers_not_strict(rec, refused, "did not accept")
+    elif unapplied is not None:
+        _tiers_not_strict(rec, unapplied, "accepted but did not apply")
+    elif accepted and programmed:
+        rec.condition(TIERS, "True", "Programmed", "priority tiers are strict")
     else:
         rec.condition(TIERS, "False", "Pending", "Envoy Gateway has not reported on the patch yet")
+
+
+def _tiers_not_strict(rec: Reconcile, found: dict[str, Any], verdict: str) -> None:
+    why = found.get("message") or found.get("reason")
+    message = f"Envoy Gateway {verdict} EnvoyPatchPolicy for strict priority tiers: {why}"
+    rec.condition(TIERS, "False", str(found.get("reason") or "NotApplied"), message)
+    rec.warning(message, "TiersNotStrict")
 
 
 def _refusal(obj: Observed, type_: str) -> dict[str, Any] | None:
