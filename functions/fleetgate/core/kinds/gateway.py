@@ -41,8 +41,12 @@ class Failover(Model):
 
 
 # Envoy Gateway's connection buffer (32 KiB by default) caps what AI Gateway,
-# which buffers whole bodies, can take or give: 1-1024 MiB, in Mi.
-BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]{0,2}|10[01][0-9]|102[0-4])Mi$")]
+# which buffers whole bodies, can take or give: 1-511 MiB, in Mi. Envoy hands a
+# buffered body to AI Gateway's external processor in one gRPC message, which that
+# processor takes up to 512 MiB (Envoy AI Gateway v1.1.0 cmd/controller/main.go:229-233,
+# passed on at internal/controller/extproc_builder.go:296; its chart sets no other
+# value), so one MiB is left for the message around the body.
+BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]?|[1-4][0-9]{2}|50[0-9]|51[01])Mi$")]
 
 
 class Limits(Model):
