@@ -186,11 +186,17 @@ class Reconcile:
     def require_secrets(self, key: str, selector: Selector) -> list[SecretKeys] | None:
         """Like ``require`` for Secrets: each one's name and key names, never a value.
 
-        A Secret being deleted counts as gone. A finalizer (provider-kubernetes
-        puts one on each Secret an Object patches from, when that Object is
-        first created with its references) keeps it readable until whatever
-        references it lets go; read as present, it would be referenced forever
-        and its deletion would never finish.
+        Crossplane sends each Secret whole, values included; only names and key
+        names are read here, so no value can reach what a function composes.
+
+        A Secret being deleted counts as gone. provider-kubernetes puts a
+        finalizer on each object an Object references when it first adds its
+        own finalizer to that Object, for the references the Object has then,
+        and lifts it when the Object is deleted (v1.2.1 internal/controller/
+        namespaced/object/object.go:781-842, 845-870). While that finalizer
+        holds a Secret being deleted, it is still readable; read as present,
+        it would stay referenced, the Object never deleted, and the Secret's
+        deletion would never finish.
         """
         found = self._declare(key, selector)
         if found is None:

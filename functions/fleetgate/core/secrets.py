@@ -2,8 +2,9 @@
 
 provider-kubernetes resolves ``references[].patchesFrom`` on the control plane
 when it applies an Object, so a Secret's value reaches the workload cluster
-without ever passing through a function, a desired state or a result. A
-function only names the source and the keys (key names are not secret; the
+without ever being written into a desired state or a result. Crossplane
+does send a required Secret whole, values included, in a function's request;
+a function only names the source and the keys (key names are not secret; the
 values are never read).
 
 The provider patches the values into its in-memory copy of the Object, and on

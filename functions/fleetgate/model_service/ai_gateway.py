@@ -283,8 +283,8 @@ def api_key_object(
     """The endpoint's credential, copied onto the gateway's cluster by provider-kubernetes.
 
     ``patchesFrom`` reads the key from the endpoint's Secret on the control
-    plane at apply time, into the one key AI Gateway reads, so the value
-    never passes through this function or the desired state.
+    plane at apply time, into the one key AI Gateway reads, so the value is
+    never written into the desired state (this function reads no value).
     """
     # A Secret has no status: the Object is ready once it exists.
     return remote_object(
