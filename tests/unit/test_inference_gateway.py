@@ -289,7 +289,7 @@ def test_gateway_listeners(spec: Obj, listeners: list[Obj]) -> None:
 
 
 def test_tls_gateway_serves_https_for_its_hostname_from_the_projected_copy() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     gateway = manifest(out.desired["gateway"])["spec"]
     copy = manifest(out.desired["tls-ai-example-tls"])
     http, https = gateway["listeners"]
@@ -350,7 +350,7 @@ def test_envoy_proxy_sets_ndots_and_writes_the_usage_record() -> None:
 
 
 def test_caller_auth_accepts_bearer_and_x_api_key_and_names_the_caller() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     secret_key = "caller-keys"
     keys = manifest(out.desired[secret_key])
     policy = manifest(out.desired["caller-auth"])
@@ -366,7 +366,7 @@ def test_caller_auth_accepts_bearer_and_x_api_key_and_names_the_caller() -> None
 
 
 def test_healthz_answers_without_authentication() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     route = manifest(out.desired["healthz-route"])
     filter_ = manifest(out.desired["healthz-filter"])
     allow = manifest(out.desired["healthz-auth"])
@@ -435,7 +435,7 @@ def test_objects_are_ready_the_way_their_kind_reports_it(key: str, policy: Obj) 
 
 
 def test_policies_are_ready_once_an_ancestor_accepts_them() -> None:
-    out = fleet(full=True).run()
+    out = fleet(full=True).settled()
     for key in ("caller-auth", "healthz-auth", "failover-policy"):
         query = out.desired[key]["spec"]["readiness"]["celQuery"]
         assert "object.status.ancestors" in query, key

@@ -7,6 +7,7 @@ from fleetgate.core import names
 from tests.support.inference_gateway import (
     ALICE_KEY,
     BOB_KEY,
+    FULL_SPEC,
     GATEWAY,
     HOME,
     NS,
@@ -36,20 +37,34 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     assert out.conditions["GatewayReady"][:2] == ("False", "ClusterNotRegistered")
     assert out.desired == {}
 
+    # The projected Secrets are created empty and filled on the next apply
+    # (core/secrets): nothing serves from them before they hold their values.
     out = full.run()
-    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForGateway")
-    assert "clientCACertificate" not in out.composite.get("status", {})
-    assert all(r.ready == fnv1.READY_UNSPECIFIED for r in out.rsp.desired.resources.values())
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "WaitingForSecrets")
+    assert f"{NS}/fleetgate-gw-{GATEWAY}-callers" in message, message
+    assert "InferenceCluster hub" in message, message
+    assert {"gateway", "caller-auth", "envoy-proxy"}.isdisjoint(out.desired)
+    assert {"caller-keys", "tls-ai-example-tls"} <= set(out.desired)
+    out = full.run(echo(out, not_ready=("caller-keys",)))
+    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForSecrets")
+    assert "gateway" not in out.desired
 
-    # The PKI is issued: trust-manager has written the CA's ConfigMap, which
-    # is observed from now on. The Gateway has an address, not programmed yet.
+    # The PKI is issued meanwhile: trust-manager has written the CA's
+    # ConfigMap, observed from now on. The Gateway has an address, not
+    # programmed yet.
     remote = {
         "client-ca-configmap": published_ca(CLIENT_CA),
         "gateway": {"status": {"addresses": PROGRAMMED["status"]["addresses"]}},
     }
-    out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
-    assert "clientCACertificate" not in out.composite.get("status", {})
-    assert "client-ca-configmap" in out.desired
+    out = full.run(echo(out, remote=remote))
+    assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForGateway")
+    assert {"gateway", "caller-auth", "envoy-proxy", "client-ca-configmap"} <= set(out.desired)
+    assert all(
+        r.ready == fnv1.READY_UNSPECIFIED
+        for k, r in out.rsp.desired.resources.items()
+        if k not in ("caller-keys", "tls-ai-example-tls") and not k.startswith("client-")
+    )
     out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
     status = out.composite["status"]
     assert status["clientCACertificate"] == CLIENT_CA
@@ -69,6 +84,22 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     }
     assert out.warnings == []
     assert all(r.ready == fnv1.READY_TRUE for r in out.rsp.desired.resources.values())
+
+
+def test_a_served_gateway_keeps_serving_while_a_secret_copy_is_refilled() -> None:
+    """Issue 31: a copy emptied on the cluster (deleted by hand, created again by the
+    provider) holds back a changed front door, never takes the serving one away."""
+    full = fleet(full=True)
+    serving = full.run(echo(full.settled(), remote={"gateway": PROGRAMMED}))
+    assert {"gateway", "caller-auth"} <= set(serving.desired)
+    changed = full.with_(gateway=gateway_xr(**{**FULL_SPEC, "hostname": "new.example.com"}))
+    out = changed.run(echo(serving, remote={"gateway": PROGRAMMED}, not_ready=("caller-keys",)))
+    for key in ("gateway", "caller-auth", "envoy-proxy", "failover-policy", "healthz-route"):
+        assert manifest(out.desired[key]) == manifest(serving.desired[key]), key
+    assert "new.example.com" not in str(manifest(out.desired["gateway"]))
+    # Filled again: the change goes out.
+    out = changed.run(echo(out, remote={"gateway": PROGRAMMED}))
+    assert manifest(out.desired["gateway"])["spec"]["listeners"][1]["hostname"] == "new.example.com"
 
 
 READINESS_CASES: list[tuple[str, dict[str, Obj], str, str]] = [
@@ -109,7 +140,7 @@ def test_gateway_ready_needs_a_programmed_gateway_and_an_accepted_policy(
     remote: dict[str, Obj], status: str, reason: str
 ) -> None:
     full = fleet(full=True)
-    out = full.run(echo(full.run(), remote=remote))
+    out = full.run(echo(full.settled(), remote=remote))
     assert out.conditions["GatewayReady"][:2] == (status, reason)
     if reason == "CallerAuthRejected":
         assert "Invalid" in out.conditions["GatewayReady"][2]
@@ -124,7 +155,8 @@ DUPLICATED_KEY = accepted("False", "Invalid", "APIKeyAuth: duplicated API key.")
 def test_a_duplicate_caller_key_says_which_secrets_and_keys_to_check() -> None:
     """Every model request then answers 500: GatewayReady names where to look, no value."""
     full = fleet(full=True).with_(callers=[callers(), callers("team-b", keys={"carol": ALICE_KEY})])
-    out = full.run(echo(full.run(), remote={"gateway": PROGRAMMED, "caller-auth": DUPLICATED_KEY}))
+    remote = {"gateway": PROGRAMMED, "caller-auth": DUPLICATED_KEY}
+    out = full.run(echo(full.settled(), remote=remote))
     status, reason, message = out.conditions["GatewayReady"]
     assert (status, reason) == ("False", "DuplicateCallerKey")
     assert f"{NS}/team-a (keys alice, bob)" in message, message
@@ -139,7 +171,7 @@ def test_a_duplicate_caller_key_says_which_secrets_and_keys_to_check() -> None:
 def test_a_policy_refused_for_another_reason_keeps_the_general_hint() -> None:
     full = fleet(full=True)
     missing = accepted("False", "Invalid", "APIKeyAuth: secret fleetgate-system/x not found.")
-    out = full.run(echo(full.run(), remote={"gateway": PROGRAMMED, "caller-auth": missing}))
+    out = full.run(echo(full.settled(), remote={"gateway": PROGRAMMED, "caller-auth": missing}))
     assert out.conditions["GatewayReady"][:2] == ("False", "CallerAuthRejected")
 
 
@@ -161,7 +193,7 @@ def credential_refs(desired: dict[str, Obj]) -> list[str]:
 def test_a_revoked_caller_leaves_the_one_secret_in_one_apply() -> None:
     """provider-kubernetes applies server-side: a key no longer applied leaves the Secret."""
     before = fleet(full=True)
-    first = before.run()
+    first = before.settled()
     secret = manifest(first.desired["caller-keys"])
     assert set(secret["data"]) == {"alice", "bob"}
     assert credential_refs(first.desired) == [secret["metadata"]["name"]]

@@ -5,8 +5,9 @@ Three independent parts, each gated only on what it needs:
 * the client PKI, once the cluster is registered: clusters trust this
   gateway through its CA, so it is issued before anything else;
 * the front door (Gateway, EnvoyProxy, caller auth, failover, /healthz), once
-  its caller keys and TLS Secrets exist; until then whatever it composed
-  before keeps serving, and nothing half-open is added;
+  its caller keys and TLS Secrets exist and their copies on the cluster hold
+  their values; until then whatever it composed before keeps serving, and
+  nothing half-open is added;
 * CA copies and name resolution for every cluster that has published its
   gateway, once the fleet's clusters (and gateways, for ownership) resolve.
 """
@@ -47,7 +48,9 @@ def compose(rec: Reconcile) -> None:
     if isinstance(front_door, Verdict):
         _hold(rec, front_door, *naming.FRONT_DOOR)
     else:
-        on.front_door(gateway, front_door)
+        waiting = on.front_door(gateway, front_door)
+        if waiting is not None:
+            front_door = waiting
     reachable = None if clusters is None else _reachable(rec, clusters)
     if clusters is not None and reachable is not None and len(reachable) < len(clusters):
         # A cluster still publishing its hostname and CA joins on a later call
@@ -151,9 +154,34 @@ class OnCluster(NamedTuple):
         if self.rec.observed(key).exists or self.rec.observed(naming.pki_key("ca-bundle")).ready:
             self.put(key, ca.published(), observe_only=True)
 
-    def front_door(self, gateway: InferenceGateway, inputs: FrontDoor) -> None:
+    def front_door(self, gateway: InferenceGateway, inputs: FrontDoor) -> Verdict | None:
+        """The front door, once the Secrets it serves from hold their values on the cluster.
+
+        A projected Secret is created empty and filled on the next apply
+        (core/secrets). Envoy Gateway reads it at once: an https listener over
+        an empty certificate goes down, and two or more callers' empty keys
+        read as duplicates, so it refuses the caller policy and answers 500.
+        Until every projected Secret is filled, the serving objects stay as
+        composed before; a gateway composing them for the first time waits,
+        and the Verdict returned says for what.
+        """
         names = self.names
-        tls_copies = [self.tls_secret(source) for source in inputs.tls or []]
+        projected = {naming.tls_key(source): self.tls_secret(source) for source in inputs.tls or []}
+        callers = inputs.callers
+        if callers is not None:
+            projected[naming.CALLER_KEYS] = self.caller_secret(callers)
+        unfilled = [name for key, name in projected.items() if not self.rec.observed(key).ready]
+        if unfilled:
+            if self.rec.keep_all(*naming.SERVING):
+                return None
+            listed = ", ".join(f"{SYSTEM_NAMESPACE}/{name}" for name in sorted(unfilled))
+            return Verdict.no(
+                "WaitingForSecrets",
+                f"waiting for provider-kubernetes to fill the Secret copies {listed} on "
+                f"InferenceCluster {gateway.spec.cluster_name}: the gateway serves from them "
+                "once they hold their values",
+            )
+        tls_copies = [projected[naming.tls_key(source)] for source in inputs.tls or []]
         self.put(naming.ENVOY_PROXY, builders.envoy_proxy(names))
         listeners = builders.gateway(
             names,
@@ -167,10 +195,9 @@ class OnCluster(NamedTuple):
         self.put(naming.FAILOVER, failover)
         self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
         self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))
-        callers = inputs.callers
         if callers is None:
-            return
-        self.put(naming.CALLER_AUTH, builders.caller_auth(names, self.caller_secret(callers)))
+            return None
+        self.put(naming.CALLER_AUTH, builders.caller_auth(names, projected[naming.CALLER_KEYS]))
         self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
         if callers.shadowed:
             self.rec.warning(
@@ -178,6 +205,7 @@ class OnCluster(NamedTuple):
                 f"{', '.join(callers.shadowed)}; the Secret first by name provides the key",
                 "DuplicateCaller",
             )
+        return None
 
     def tls_secret(self, source: str) -> str:
         remote = self.names.tls(source)

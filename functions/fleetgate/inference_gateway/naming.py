@@ -29,16 +29,9 @@ LISTENER_POLICY = "listener-policy"
 HEALTHZ_FILTER = "healthz-filter"
 HEALTHZ_ROUTE = "healthz-route"
 HEALTHZ_AUTH = "healthz-auth"
-FRONT_DOOR = (
-    GATEWAY,
-    ENVOY_PROXY,
-    CALLER_AUTH,
-    CALLER_KEYS,
-    TLS,
-    FAILOVER,
-    LISTENER_POLICY,
-    "healthz-",
-)
+# What serves from the projected Secrets (CALLER_KEYS, TLS), which are composed first
+SERVING = (GATEWAY, ENVOY_PROXY, CALLER_AUTH, FAILOVER, LISTENER_POLICY, "healthz-")
+FRONT_DOOR = (*SERVING, CALLER_KEYS, TLS)
 
 CLIENT_PKI = "client-"
 CLIENT_CA_CONFIGMAP = "client-ca-configmap"
