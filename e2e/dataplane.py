@@ -319,6 +319,24 @@ def route_cluster(t: Translation, gateway: str, route: str) -> Obj | None:
     return next((c for c in t.clusters(gateway, SYSTEM_NAMESPACE) if c.get("name") == wanted), None)
 
 
+def missing_patch_targets(cluster: Cluster, gateway: str) -> list[str]:
+    """The xDS clusters the EnvoyPatchPolicies on ``gateway`` patch but the translation lacks.
+
+    Each is what Envoy Gateway's xDS stage names, as ``<type>/<name>``, in the
+    policy's ``Programmed=False`` (``ResourceNotFound``) while Accepted stays True
+    (v1.8.3 internal/xds/translator/jsonpatch.go:29-36, 99-106, 163-166).
+    """
+    present = {c.get("name") for c in cluster.result.clusters(gateway, SYSTEM_NAMESPACE)}
+    return [
+        f"{patch['type']}/{patch['name']}"
+        for policy in cluster.composed
+        if policy.get("kind") == "EnvoyPatchPolicy"
+        and policy["spec"]["targetRef"]["name"] == gateway
+        for patch in policy["spec"]["jsonPatches"]
+        if patch["type"].endswith(".Cluster") and patch["name"] not in present
+    ]
+
+
 def _locality_backend(locality: Obj) -> str:
     resources = (
         ((locality.get("metadata") or {}).get("filterMetadata") or {}).get("envoy-gateway") or {}

@@ -193,13 +193,56 @@ def test_drill_a_cluster_ca_copy_missing_breaks_the_route_visibly(
     assert ca_copy in accepted[2]
 
 
-def _route_accepted(fleet: Fleet, cluster: Cluster, route: str) -> tuple[str, str, str]:
-    """The public ModelRoute reconciled with egctl's status of the HTTPRoute it observes."""
+def test_drill_an_invalid_backend_leaves_the_tiers_patch_without_a_target(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    """Issue 31: one unresolved backend splits the rule into per-backend clusters, so the
+    strict-tiers patch finds no target; the ModelRoute must not read that as strict."""
+    gateway = names.fleet_gateway("public")
+    assert dataplane.missing_patch_targets(clusters[PUBLIC], gateway) == []
+    ca_copy = names.gateway_cluster_ca("public", "us.east")
+    drilled = dataplane.translate_fleet(fleet, _without("ConfigMap", ca_copy))
+    missing = dataplane.missing_patch_targets(drilled[PUBLIC], gateway)
+    route = _public_route(clusters)
+    assert missing == [
+        f"type.googleapis.com/envoy.config.cluster.v3.Cluster/httproute/fleetgate-system/{route}"
+        "/rule/0"
+    ]
+    # egctl prints the Gateway API stage only: the patch still reads Accepted there.
+    policy = drilled[PUBLIC].result.named("envoyPatchPolicies", route)
+    (ancestor,) = policy["status"]["ancestors"]
+    assert [(c["type"], c["status"]) for c in ancestor["conditions"]] == [("Accepted", "True")]
+    # What the xDS stage adds for it (status/envoypatchpolicy.go:45-51), observed by the route.
+    programmed = {
+        "type": "Programmed",
+        "status": "False",
+        "reason": "ResourceNotFound",
+        "message": "Unable to find xds resources: " + ",".join(missing),
+    }
+    key = _public_model_route(fleet)
+    observed = copy.deepcopy(fleet.composed[key])
+    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    remote["status"] = {
+        "ancestors": [{**ancestor, "conditions": [*ancestor["conditions"], programmed]}]
+    }
+    out = run(compose, request(fleet.xrs[key], observed=observed))
+    status, reason, message = out.conditions["StrictTiers"]
+    assert (status, reason) == ("False", "ResourceNotFound")
+    assert missing[0] in message
+
+
+def _public_model_route(fleet: Fleet) -> tuple[str, str, str]:
     (key,) = [
         k
         for k, xr in fleet.xrs.items()
         if k[0] == "ModelRoute" and xr["spec"]["gateway"]["name"] == "public"
     ]
+    return key
+
+
+def _route_accepted(fleet: Fleet, cluster: Cluster, route: str) -> tuple[str, str, str]:
+    """The public ModelRoute reconciled with egctl's status of the HTTPRoute it observes."""
+    key = _public_model_route(fleet)
     observed = copy.deepcopy(fleet.composed[key])
     generated = cluster.result.named("httpRoutes", route)
     observed["generated-route"]["status"]["atProvider"]["manifest"] = generated
