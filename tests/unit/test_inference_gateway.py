@@ -456,11 +456,6 @@ def test_secrets_reach_the_cluster_only_by_reference() -> None:
     assert manifest(obj)["data"] == {"alice": "", "bob": "", "carol.ops": ""}, "keys, no values"
     assert "stringData" not in manifest(obj)
     assert "references" not in first.desired[secret_key]["spec"], "none until it exists"
-    assert "managementPolicies" not in first.desired[secret_key]["spec"], "created as any Object"
-    # Issue 31: with the references, no create path that could save the values into the
-    # Object should the remote Secret be lost: the provider's update path re-creates it.
-    for key in (secret_key, "tls-ai-example-tls"):
-        assert out.desired[key]["spec"]["managementPolicies"] == ["Observe", "Update", "Delete"]
     assert obj["spec"]["references"] == [
         {
             "patchesFrom": {

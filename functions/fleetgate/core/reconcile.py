@@ -22,7 +22,7 @@ from fleetgate.core import pacing, structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
 from fleetgate.core.observed import Observed
-from fleetgate.core.secrets import SecretKeys, project_once_created, scrub_secret
+from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
 from fleetgate.core.verdict import Status, Verdict
 
 MESSAGE_MAX = 1024
@@ -228,10 +228,10 @@ class Reconcile:
         """Add ``manifest`` to the desired state under the composition name ``name``.
 
         An Object projecting Secret values gets its references only once its
-        remote Secret exists, and no create path from then on, so
-        provider-kubernetes never saves a value into it (``core/secrets.py``).
+        remote Secret exists, so provider-kubernetes never saves a value into
+        it (``core/secrets.py``).
         """
-        project_once_created(manifest, lambda: self.observed(name).exists_remotely)
+        withhold_until_created(manifest, lambda: self.observed(name).exists_remotely)
         desired = self.rsp.desired.resources[name]
         desired.resource.Clear()
         structs.update(desired.resource, manifest)

@@ -23,15 +23,7 @@ Secret is composed in two steps:
    value and no references: the provider creates it holding nothing;
 2. once Crossplane observed it on the cluster, the references are added and
    the provider patches the values in on its update path, which saves nothing
-   but status. From then on the Object's management policies leave out
-   ``Create``: should the remote Secret be lost (deleted on the cluster, the
-   cluster behind the ProviderConfig replaced), the managed reconciler finds
-   it missing, may not take the create path, and goes on to ``Update``
-   (crossplane-runtime v2.0.0-rc.1 reconciler.go:1287, 1454-1508), where the
-   provider's server-side apply creates it again (provider-kubernetes v1.2.1
-   object.go:449-467, syncer.go:131-141) and again only status is saved.
-   provider-kubernetes never reports a late initialisation, so leaving that
-   policy out changes nothing else.
+   but status.
 
 The empty values stay in desired state: a ``kubernetes.io/tls`` Secret needs
 its keys to validate, and Crossplane applies desired state with forced
@@ -102,23 +94,14 @@ def filled_query(keys: Sequence[str]) -> str:
     return f"has(object.data) && [{listed}].all(k, k in object.data && object.data[k] != '')"
 
 
-# Every management policy but Create (and LateInitialize, which the provider never uses)
-AFTER_CREATION = ("Observe", "Update", "Delete")
-
-
-def project_once_created(obj: dict[str, Any], created: Callable[[], bool]) -> None:
-    """A composed Object's Secret references only once its remote Secret exists (step 1),
-    and from then on no create path that could save them (step 2).
+def withhold_until_created(obj: dict[str, Any], created: Callable[[], bool]) -> None:
+    """Drop a composed Object's Secret references until its remote Secret exists (step 1).
 
     ``created`` is asked only of an Object that has references, so composing
     anything else costs one lookup.
     """
     spec = obj.get("spec")
-    if not isinstance(spec, dict) or "references" not in spec:
-        return
-    if created():
-        spec["managementPolicies"] = list(AFTER_CREATION)
-    else:
+    if isinstance(spec, dict) and "references" in spec and not created():
         del spec["references"]
 
 
