@@ -632,7 +632,7 @@ def test_malformed_input_is_a_fatal_result_naming_the_field(case: MalformedCase)
     assert out.desired == {}
 
 
-# --- KAITO and node auto-provisioning (KAITO v0.12.0 workspace_validation.go:172-184) ---
+# --- KAITO and node auto-provisioning (KAITO v0.12.0 inferenceset_validation.go:105-124) ---
 
 
 def kaito_cluster(name: str, **kaito: Any) -> dict[str, Any]:
@@ -650,7 +650,8 @@ KAITO_MD: dict[str, Any] = {
 
 
 def _workspaces(out: Outcome) -> list[dict[str, Any]]:
-    return list(remote(out, "Workspace").values())
+    """What KAITO makes each replica's Workspace from: the InferenceSets' templates."""
+    return [i["spec"]["template"] for i in remote(out, "InferenceSet").values()]
 
 
 def test_kaito_is_not_placed_where_its_webhook_would_refuse_the_workspace() -> None:

@@ -100,6 +100,9 @@ REFUSED: list[tuple[str, str, dict[str, Any], EngineType, ServingMode, list[str]
     ("strict: KAITO's preset with llama.cpp", "KAITO",
      {"inference": {"preset": {"presetOptions": {"modelAccessSecret": "hf"}}}}, "llamacpp",
      "Aggregated", [f"{R}.inference: KAITO runs llama.cpp from a pod template"]),
+    ("strict: KAITO's preferredNodes has no place in an InferenceSet", "KAITO",
+     {"resource": {"preferredNodes": ["node-a"]}}, "vllm", "Aggregated",
+     [f"{R}.resource.preferredNodes: unknown field"]),
     ("strict: KAITO's preset name is the model's", "KAITO",
      {"inference": {"preset": {"name": "other-model"}}}, "vllm", "Aggregated",
      [f"{R}.inference.preset.name: unknown field"]),
@@ -188,7 +191,10 @@ def test_llmd_overrides_touch_the_engine_not_the_picker() -> None:
     assert "nodeSelector" not in parts["picker"]["spec"]["template"]["spec"]
 
 
-def test_kaito_overrides_land_at_the_workspace_top_level() -> None:
+def test_kaito_overrides_land_where_each_replicas_workspace_is_made_from() -> None:
+    # A Workspace's roots: the InferenceSet copies its template's resource and
+    # inference, and its labelSelector, into each Workspace (KAITO v0.12.0
+    # pkg/utils/inferenceset/inferenceset.go:158-178).
     parts = rendered(
         "KAITO",
         {
@@ -199,16 +205,16 @@ def test_kaito_overrides_land_at_the_workspace_top_level() -> None:
             "inference": {"preset": {"presetOptions": {"modelAccessSecret": "hf-token"}}},
         },
     )
-    ws = parts["workspace"]
-    assert "spec" not in ws
-    assert ws["resource"]["instanceType"] == "Standard_NC24ads_A100_v4"
-    assert ws["resource"]["labelSelector"]["matchLabels"] == {
+    (spec,) = [p["spec"] for p in parts.values() if p.get("kind") == "InferenceSet"]
+    template = spec["template"]
+    assert template["resource"] == {"instanceType": "Standard_NC24ads_A100_v4"}
+    assert spec["labelSelector"]["matchLabels"] == {
         "kubernetes.io/os": "linux",
         "nvidia.com/gpu.present": "true",
         "pool": "a100",
     }
-    assert ws["resource"]["count"] == 2
-    assert ws["inference"]["preset"] == {
+    assert spec["replicas"] == 2
+    assert template["inference"]["preset"] == {
         "name": "Qwen/Qwen3-8B",
         "presetOptions": {"modelAccessSecret": "hf-token"},
     }

@@ -69,24 +69,26 @@ def container(pod: dict[str, Any]) -> dict[str, Any]:
 # --- KAITO ------------------------------------------------------------------------
 
 
+def kaito_objects(w: Workload) -> dict[str, Manifest]:
+    """KAITO's objects by kind: their part names carry the revision's digest."""
+    return {p.manifest["kind"]: p.manifest for p in PROVIDERS["KAITO"].render(w).parts}
+
+
 def test_kaito_vllm_runs_the_preset_with_the_served_name_in_its_config() -> None:
     w = engine(workload(), args=("Qwen/Qwen3-8B", "--max-model-len", "8192", "--enforce-eager",
                                  "--served-model-name", REF))  # fmt: skip
     rendered = PROVIDERS["KAITO"].render(w)
-    by_part = {p.part: p.manifest for p in rendered.parts}
-    ws = by_part["workspace"]
-    assert (ws["apiVersion"], ws["kind"]) == ("kaito.sh/v1beta1", "Workspace")
-    assert "spec" not in ws, "a Workspace keeps its fields at the top level"
-    assert ws["resource"] == {
-        "count": 2,
-        "labelSelector": {
-            "matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}
-        },
+    by_kind = {p.manifest["kind"]: p.manifest for p in rendered.parts}
+    iset = by_kind["InferenceSet"]
+    assert (iset["apiVersion"], iset["kind"]) == ("kaito.sh/v1beta1", "InferenceSet")
+    assert iset["spec"]["replicas"] == 2
+    assert iset["spec"]["labelSelector"] == {
+        "matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}
     }
-    config = by_part["config"]
-    assert ws["inference"] == {
-        "preset": {"name": "Qwen/Qwen3-8B"},
-        "config": config["metadata"]["name"],
+    config = by_kind["ConfigMap"]
+    assert iset["spec"]["template"] == {
+        "resource": {},
+        "inference": {"preset": {"name": "Qwen/Qwen3-8B"}, "config": config["metadata"]["name"]},
     }
     assert json.loads(config["data"]["inference_config.yaml"]) == {
         "vllm": {"enforce-eager": True, "max-model-len": 8192, "served-model-name": SERVED}
@@ -97,7 +99,7 @@ def test_kaito_vllm_runs_the_preset_with_the_served_name_in_its_config() -> None
     assert rendered.backend_ref == {
         "group": "",
         "kind": "Service",
-        "name": ws["metadata"]["name"],
+        "name": by_kind["Service"]["metadata"]["name"],
         "port": 80,
     }
 
@@ -107,10 +109,10 @@ def test_kaito_llamacpp_on_cpu_runs_a_template_on_port_5000() -> None:
                image="ghcr.io/ggml-org/llama.cpp:server-b6000", args=("--host", "0.0.0.0"),
                port=8080)  # fmt: skip
     rendered = PROVIDERS["KAITO"].render(w)
-    assert [p.part for p in rendered.parts] == ["workspace"]
-    ws = rendered.parts[0].manifest
-    assert ws["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}
-    template = ws["inference"]["template"]
+    assert [p.manifest["kind"] for p in rendered.parts] == ["InferenceSet", "Service"]
+    spec = rendered.parts[0].manifest["spec"]
+    assert spec["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}
+    template = spec["template"]["inference"]["template"]
     assert template["metadata"]["labels"]["fleetgate.dev/workload"] == w.name
     engine_c = container(template["spec"])
     assert engine_c["args"] == [
@@ -125,7 +127,8 @@ def test_kaito_llamacpp_on_cpu_runs_a_template_on_port_5000() -> None:
 
 def test_kaito_llamacpp_keeps_the_users_model_and_alias() -> None:
     w = engine(workload(), type="llamacpp", args=("-m", "/models/q.gguf", "-a", REF))
-    engine_c = container(parts("KAITO", w)["workspace"]["inference"]["template"]["spec"])
+    template = kaito_objects(w)["InferenceSet"]["spec"]["template"]
+    engine_c = container(template["inference"]["template"]["spec"])
     assert engine_c["args"] == ["-m", "/models/q.gguf", "-a", REF, "--port", "5000"]
     assert engine_c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
 
@@ -265,9 +268,8 @@ def test_upstream_names_leave_room_for_what_operators_derive() -> None:
     assert len(f"{graph}-prefillworker") <= 63
     rs = parts("KubeRay", w)["rayservice"]["metadata"]["name"]
     assert len(rs) <= kuberay.NAME_MAX
-    ws = parts("KAITO", w)
-    assert len(ws["workspace"]["metadata"]["name"]) <= kaito.NAME_MAX
-    assert len(ws["config"]["metadata"]["name"]) <= kaito.NAME_MAX
+    kaito_set = kaito_objects(w)["InferenceSet"]["metadata"]["name"]
+    assert len(kaito_set) <= kaito.INFERENCESET_MAX
     other = workload(name=LONG[:-1] + "8")
     assert parts("Dynamo", other)["graph"]["metadata"]["name"] != graph, "cut names stay unique"
     assert naming.fitted("short", 40) == "short"
@@ -283,9 +285,10 @@ def ok(type_: str) -> dict[str, Any]:
 
 
 READINESS = [
-    ("KAITO", "workspace", {}, 0),
-    ("KAITO", "workspace", ok("WorkspaceSucceeded"), 3),
-    ("KAITO", "workspace", ok("ResourceReady"), 0),
+    ("KAITO", "inferenceset-0123456789", {}, 0),
+    ("KAITO", "inferenceset-0123456789", {"replicas": 3, "readyReplicas": 2}, 2),
+    ("KAITO", "inferenceset-0123456789", {"replicas": 3}, 0),
+    ("KAITO", "workspace", ok("WorkspaceSucceeded"), 0),
     ("KubeRay", "rayservice", ok("Ready"), 3),
     ("KubeRay", "rayservice", {"conditions": [{"type": "Ready", "status": "False"}]}, 0),
     ("Dynamo", "graph", {"state": "successful"}, 3),
@@ -450,6 +453,17 @@ def wrapped(manifests: list[Manifest]) -> list[Manifest]:
     return objects
 
 
+KAITO_OVERRIDES = kaito.KAITOOverrides.model_validate(
+    {
+        "resource": {
+            "instanceType": "Standard_NC24ads_A100_v4",
+            "labelSelector": {"matchLabels": {"pool": "a100"}},
+        },
+        "inference": {"preset": {"presetOptions": {"modelAccessSecret": "hf-token"}}},
+    }
+)
+
+
 def every_rendering() -> list[Manifest]:
     cpu = engine(workload(gpus=0), type="llamacpp", args=("--ctx-size", "4096"))
     return [
@@ -458,6 +472,7 @@ def every_rendering() -> list[Manifest]:
             ("KAITO", workload()),
             ("KAITO", cpu),
             ("KAITO", workload(name=LONG)),
+            ("KAITO", workload(replicas=3, overrides=KAITO_OVERRIDES)),
             ("KubeRay", engine(workload(gpus=4), args=("--max-model-len", "4096"))),
             ("Dynamo", workload()),
             ("Dynamo", engine(workload(mode="Disaggregated"), type="sglang")),
