@@ -103,7 +103,9 @@ $(XRDCHECK): e2e/xrdcheck/main.go e2e/xrdcheck/go.mod e2e/xrdcheck/go.sum
 pinned = $(shell sed -nE 's@^(require |\t)$(2) (v[^ ]+).*@\2@p' $(1) | head -n 1)
 K8S_VERSION := $(call pinned,tools/controlplane/kubernetes/go.mod,k8s.io/kubernetes)
 ETCD_VERSION := $(call pinned,tools/controlplane/etcd/go.mod,go.etcd.io/etcd/server/v3)
-XP_VERSION := $(call pinned,tools/go.mod,github.com/crossplane/crossplane/v2)
+XP_VERSION := $(call pinned,tools/controlplane/crossplane/go.mod,github.com/crossplane/crossplane/v2)
+# The CLI's line (tools/go.mod), whose core is the oldest release the Configuration supports
+XP_CLI_VERSION := $(call pinned,tools/go.mod,github.com/crossplane/crossplane/v2)
 PK_VERSION := $(call pinned,tools/controlplane/provider-kubernetes/go.mod,github.com/crossplane-contrib/provider-kubernetes)
 REGISTRY_VERSION := $(call pinned,tools/controlplane/registry/go.mod,github.com/distribution/distribution/v3)
 TM_VERSION := $(call pinned,tools/controlplane/trust-manager/go.mod,github.com/cert-manager/trust-manager)
@@ -114,6 +116,7 @@ KUBE_CONTROLLER_MANAGER := $(BIN)/kubernetes-$(K8S_VERSION)/kube-controller-mana
 KUBECTL := $(BIN)/kubernetes-$(K8S_VERSION)/kubectl
 ETCD := $(BIN)/etcd-$(ETCD_VERSION)/etcd
 CROSSPLANE_CORE := $(BIN)/crossplane-$(XP_VERSION)/crossplane
+CROSSPLANE_CORE_OLDEST := $(BIN)/crossplane-$(XP_CLI_VERSION)/crossplane
 PROVIDER_KUBERNETES := $(BIN)/provider-kubernetes-$(PK_VERSION)/provider
 REGISTRY := $(BIN)/registry-$(REGISTRY_VERSION)/registry
 TRUST_MANAGER := $(BIN)/trust-manager-$(TM_VERSION)/trust-manager
@@ -143,10 +146,16 @@ $(KUBE_APISERVER): tools/controlplane/kubernetes/go.mod tools/controlplane/kuber
 	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 $(ETCD): tools/controlplane/etcd/go.mod tools/controlplane/etcd/go.sum tools/controlplane/etcd/main.go
 	cd tools/controlplane/etcd && $(GOBUILD) -o $(CURDIR)/$@ .
-# Crossplane refuses packages ("Invalid Semantic Version") unless its version is stamped.
-$(CROSSPLANE_CORE): tools/go.mod tools/go.sum
+# Crossplane refuses packages ("Invalid Semantic Version") unless its version is stamped; from
+# v2.3 the stamp lives in crossplane-runtime (cmd/crossplane/main.go imports its pkg/version).
+$(CROSSPLANE_CORE): tools/controlplane/crossplane/go.mod tools/controlplane/crossplane/go.sum
+	cd tools/controlplane/crossplane && $(GOBUILD) -o $(CURDIR)/$@ \
+	  -ldflags "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(XP_VERSION)" \
+	  github.com/crossplane/crossplane/v2/cmd/crossplane
+# The oldest supported core, the CLI's release: `make e2e CROSSPLANE_LINE=oldest` runs the fleet on it.
+$(CROSSPLANE_CORE_OLDEST): tools/go.mod tools/go.sum
 	cd tools && $(GOBUILD) -o $(CURDIR)/$@ \
-	  -ldflags "-X github.com/crossplane/crossplane/v2/internal/version.version=$(XP_VERSION)" \
+	  -ldflags "-X github.com/crossplane/crossplane/v2/internal/version.version=$(XP_CLI_VERSION)" \
 	  github.com/crossplane/crossplane/v2/cmd/crossplane
 $(PROVIDER_KUBERNETES): tools/controlplane/provider-kubernetes/go.mod tools/controlplane/provider-kubernetes/go.sum
 	cd tools/controlplane/provider-kubernetes && $(GOBUILD) -o $(CURDIR)/$@ github.com/crossplane-contrib/provider-kubernetes/cmd/provider
@@ -168,14 +177,24 @@ $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 ## registry serving `make packages`; trust-manager and Envoy Gateway on each workload cluster),
 ## all local processes on loopback; stops everything it started
 ## up: the same control plane, left running for your own kubectl; `make down` stops it
+# CROSSPLANE_LINE=oldest runs the control plane on the oldest supported core (its chart too).
+CROSSPLANE_LINE ?= pinned
+ifeq ($(CROSSPLANE_LINE),oldest)
+XP_CORE_BIN := $(CROSSPLANE_CORE_OLDEST)
+XP_CORE_MODULE := tools
+else
+XP_CORE_BIN := $(CROSSPLANE_CORE)
+XP_CORE_MODULE := tools/controlplane/crossplane
+endif
 CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) \
-	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(CROSSPLANE_CORE) CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
+	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(XP_CORE_BIN) CROSSPLANE_CORE_MODULE=$(XP_CORE_MODULE) \
+	CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
 	ENVOY_GATEWAY=$(ENVOY_GATEWAY)
 .PHONY: e2e up down
-e2e: deps controlplane-bins packages
+e2e: deps controlplane-bins packages $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
-up: deps controlplane-bins packages
+up: deps controlplane-bins packages $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up
 down:
 	$(PY) -m e2e.controlplane down

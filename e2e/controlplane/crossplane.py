@@ -31,8 +31,11 @@ INIT_ATTEMPTS = 5
 
 
 def module_dir() -> Path:
-    """Crossplane's module at the version tools/go.mod pins (the CLI's and core's)."""
-    return charts.module_dir(MODULE, REPO / "tools")
+    """Crossplane's module at the version of the core that runs: the go.mod folder the
+    Makefile names in CROSSPLANE_CORE_MODULE (tools/controlplane/crossplane by default;
+    tools, the CLI's, with CROSSPLANE_LINE=oldest), so chart, CRDs and binary agree."""
+    pinned_by = os.environ.get("CROSSPLANE_CORE_MODULE", "tools/controlplane/crossplane")
+    return charts.module_dir(MODULE, REPO / pinned_by)
 
 
 def chart_objects() -> list[Obj]:
@@ -53,6 +56,7 @@ def chart_objects() -> list[Obj]:
 @dataclass
 class Crossplane:
     client_certs: Path
+    metrics_port: int  # where core serves Prometheus metrics (e2e/controlplane/calls.py)
     root_ca_secret: str = "crossplane-root-ca"
 
 
@@ -113,6 +117,7 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
     ):
         folder.mkdir(parents=True, exist_ok=True)
     start_args, start_env = charts.container(objects, "Deployment", "crossplane", "crossplane")
+    metrics_port = free_port()
     sup.start(
         "crossplane",
         [xp, *start_args],
@@ -125,7 +130,7 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
             "CA_BUNDLE_PATH": str(registry_ca),
             "XPKG_CACHE_DIR": str(state / "crossplane" / "xpkg-cache"),
             "XFN_CACHE_DIR": str(state / "crossplane" / "xfn-cache"),
-            "METRICS_PORT": str(free_port()),
+            "METRICS_PORT": str(metrics_port),
             "HEALTH_PROBE_PORT": str(free_port()),
             "WEBHOOK_PORT": str(free_port()),
             "TLS_SERVER_CERTS_DIR": str(server_certs),
@@ -147,7 +152,7 @@ def install(sup: Supervisor, cp: Cluster, state: Path, registry_ca: Path) -> Cro
         lambda: admin.list("pkg.crossplane.io/v1", "Configuration") is not None,
         120,
     )
-    return Crossplane(client_certs)
+    return Crossplane(client_certs, metrics_port)
 
 
 __all__ = ["ApiError", "Crossplane", "install"]
