@@ -79,10 +79,13 @@ def as_stored(secret: Obj) -> Obj:
     return stored
 
 
+TIMES = frozenset({"lastTransitionTime", "lastUpdateTime"})  # a condition's clock fields
+
+
 def without_times(value: Any) -> Any:
-    """``value`` without lastTransitionTime: render stamps a fixed time, real servers do not."""
+    """``value`` without a condition's times: render stamps a fixed time, real servers do not."""
     if isinstance(value, dict):
-        return {k: without_times(v) for k, v in value.items() if k != "lastTransitionTime"}
+        return {k: without_times(v) for k, v in value.items() if k not in TIMES}
     if isinstance(value, list):
         return [without_times(v) for v in value]
     return value

@@ -269,12 +269,20 @@ class Controllers:
             "updatedReplicas": replicas,
             "readyReplicas": replicas,
             "availableReplicas": replicas,
-            # DeploymentCondition has no observedGeneration (status has it).
+            # DeploymentCondition has no observedGeneration (status has it), and a
+            # lastUpdateTime beside lastTransitionTime (kubernetes v1.35.4
+            # pkg/controller/deployment/util/deployment_util.go:104-113): left out,
+            # the API server stores it as null, which never equals what is written
+            # here, so every round rewrote the status and provider-kubernetes, which
+            # watches the Deployment, woke its XR about once a second.
             "conditions": [
                 {
-                    k: v
-                    for k, v in _cond(obj, type_, reason, message).items()
-                    if k != "observedGeneration"
+                    **{
+                        k: v
+                        for k, v in _cond(obj, type_, reason, message).items()
+                        if k != "observedGeneration"
+                    },
+                    "lastUpdateTime": _now(),
                 }
                 for type_, reason, message in (
                     (

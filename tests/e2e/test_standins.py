@@ -168,3 +168,22 @@ def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
             "blockOwnerDeletion": True,
         }
     ]
+
+
+def test_a_ready_deployment_is_written_once_as_the_deployment_controller_writes_it() -> None:
+    """Both of a DeploymentCondition's times (kubernetes v1.35.4 pkg/controller/deployment/
+    util/deployment_util.go:104-113); once stored, the next round writes nothing, or every
+    round would wake the Object that watches it, and its XR, again."""
+    deployment: Obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "engine", "namespace": NAMESPACE, "generation": 2},
+        "spec": {"replicas": 3},
+    }
+    status = one_round(deployment)[("Deployment", "engine")]
+    assert status["readyReplicas"] == 3
+    assert status["observedGeneration"] == 2
+    for condition in status["conditions"]:
+        assert {"lastTransitionTime", "lastUpdateTime"} <= set(condition), condition
+        assert "observedGeneration" not in condition
+    assert one_round({**deployment, "status": status}) == {}
