@@ -770,8 +770,10 @@ def remote_status(
             status = {"ancestors": [{**ancestor, "conditions": [cond("Accepted")]}]}
         case "EnvoyPatchPolicy":
             status = {"ancestors": [patch_applied(manifest, _simulated)]}
-        case "Workspace":
-            status = {"conditions": [cond("WorkspaceSucceeded", serving)]}
+        case "InferenceSet":  # KAITO v0.12.0 pkg/inferenceset/inferenceset_controller.go:429-434
+            want = spec.get("replicas", 1)
+            n = want if ready_replicas is None else ready_replicas
+            status = {"replicas": want, **({"readyReplicas": n} if n else {})}
         case "RayService":
             status = {"conditions": [cond("Ready", serving)]}
         case "DynamoGraphDeployment":

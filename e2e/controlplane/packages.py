@@ -211,7 +211,7 @@ COMPOSED_KINDS = frozenset(
         "EnvoyProxy", "HTTPRouteFilter", "SecurityPolicy",  # Envoy Gateway
         "GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant",  # Gateway API
         "InferencePool", "InferenceObjective", "InferenceModelRewrite",  # GAIE, llm-d
-        "Workspace", "RayService", "LeaderWorkerSet",  # serving providers
+        "InferenceSet", "RayService", "LeaderWorkerSet",  # serving providers
     }
 )  # fmt: skip
 

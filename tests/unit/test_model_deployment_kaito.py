@@ -176,9 +176,9 @@ def test_kaito_deployment_status_reports_the_replicas_kaito_runs(
 ) -> None:
     md = kaito_md()
     first = step(md, [kaito_cluster()])
-    status: dict[str, Any] = {"replicas": 3}
-    if ready:
-        status["readyReplicas"] = ready
+    # KAITO omits a zero readyReplicas (omitempty); None removes it from the emulation's
+    # own status, as a JSON merge patch does.
+    status: dict[str, Any] = {"replicas": 3, "readyReplicas": ready or None}
     observed = observed_with(first, status)
     out = step(then(md, first), [kaito_cluster()], observed)
     assert out.composite["status"]["replicas"] == {"desired": 3, "ready": ready}
