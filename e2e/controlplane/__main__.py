@@ -15,10 +15,21 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from e2e import fleetcheck, fleetdrills
-from e2e.controlplane import drills, fleet, processes, refusals, stack, stackcharts, workloads
+from e2e.controlplane import (
+    calls,
+    drills,
+    fleet,
+    processes,
+    refusals,
+    stack,
+    stackcharts,
+    workloads,
+)
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
@@ -31,6 +42,9 @@ RESULTS = REPO / ".cache" / "controlplane-figures.json"  # bench/results/ keeps 
 WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 600.0
 UP_TIMEOUT_S = 1200.0
+# How long the settled fleet's function calls are counted (SETTLED_WINDOW_S overrides):
+# a figure for bench/, long enough to span a settled XR's TTL (core/pacing.py)
+SETTLED_WINDOW_S = 120.0
 
 
 def run(command: str) -> int:
@@ -58,16 +72,7 @@ def run(command: str) -> int:
             needles = fleet.secret_values(docs)
             checks = [_at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles))]
             figures = {**st.timings, **converged}
-            for drill in drills.DRILLS:
-                print(f"drill: {drill.name}")
-                outcome = drills.run(drill, st.cp, list(st.workloads.values()), needles)
-                print(f"  propagated and converged in {outcome.seconds:.0f}s; now held in")
-                for holder in outcome.holders:
-                    print(f"    {holder}")
-                figures[f"seconds until '{drill.name}' reached the clusters and converged"] = round(
-                    outcome.seconds, 1
-                )
-                checks.append(_at_rest(f"after '{drill.name}'", outcome.hits))
+            checks += _secret_drills(st.cp, list(st.workloads.values()), needles, figures)
             checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
             for refusal in refusals.refusals(st.cp, docs):
                 problem = refusals.attempt(st.cp, refusal)
@@ -76,13 +81,21 @@ def run(command: str) -> int:
             problem = stackcharts.cert_manager()
             print(problem or "the stack's cert-manager values render with owner references")
             checks.append(problem is None)
+            window = float(os.environ.get("SETTLED_WINDOW_S", SETTLED_WINDOW_S))
+            print(
+                f"function calls with the fleet at rest, counted by Crossplane over {window:.0f}s:"
+            )
+            settled = calls.settled(st.cp, st.crossplane.metrics_port, window)
+            for name, value in settled.items():
+                print(f"  {name}: {value}")
+            figures |= settled
             figures["peak memory of the control plane (MiB)"] = round(sup.peak_rss_mib())
             print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
             RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
             print(f"figures in {RESULTS.relative_to(REPO)}")
             # Convergence and each drill's propagation raise when they fail; these are
             # the checks that count what they find.
-            passed = 1 + len(drills.DRILLS) + checks.count(True)
+            passed = 1 + len(drills.DRILLS) + len(drills.LOSSES) + checks.count(True)
             failed = checks.count(False)
             print(f"e2e: {passed} passed, {failed} failed")
             if failed:
@@ -110,6 +123,28 @@ def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> dict[str, float]:
             figures[f"seconds from the first apply until every {kind} Ready"] = round(seconds)
     print()
     return figures
+
+
+def _secret_drills(
+    cp: Cluster, workloads: list[Cluster], needles: dict[str, str], figures: dict[str, float]
+) -> list[bool]:
+    """Each Secret edit and each loss of a copy (e2e/controlplane/drills.py), then the search."""
+    performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
+        *((d.name, partial(drills.run, d, cp, workloads, needles)) for d in drills.DRILLS),
+        *((d.name, partial(drills.lose, d, cp, workloads, needles)) for d in drills.LOSSES),
+    ]
+    checks = []
+    for name, perform in performed:
+        print(f"drill: {name}")
+        outcome = perform()
+        print(f"  propagated and converged in {outcome.seconds:.0f}s; now held in")
+        for holder in outcome.holders:
+            print(f"    {holder}")
+        figures[f"seconds until '{name}' reached the clusters and converged"] = round(
+            outcome.seconds, 1
+        )
+        checks.append(_at_rest(f"after '{name}'", outcome.hits))
+    return checks
 
 
 def _fleet_drills(

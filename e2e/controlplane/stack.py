@@ -25,6 +25,7 @@ class Stack:
     cp: Cluster
     workloads: dict[str, Cluster]
     runtime: PackageRuntime
+    crossplane: crossplane.Crossplane
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -52,7 +53,7 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
     packages.publish(registry, ca_file, state)
     step("packages pushed to the local registry")
 
-    crossplane.install(sup, cp, state, ca_file)
+    core = crossplane.install(sup, cp, state, ca_file)
     step("Crossplane core and RBAC manager started")
     runtime = PackageRuntime(sup, cp, state)
     runtime.start()
@@ -62,4 +63,4 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
         future.result()
     crds.shutdown()
     step("Configuration, Functions and Providers Installed and Healthy")
-    return Stack(cp, workloads, runtime, timings)
+    return Stack(cp, workloads, runtime, core, timings)
