@@ -6,7 +6,16 @@ picker serves exactly one pool, so each deployment gets its own on each
 cluster: a Deployment, its Service, its configuration and the RBAC it needs
 to watch the pool and its pods.
 
-Pinned to GAIE v1.0.2, the version of the InferencePool CRD the clusters run.
+The pool is GAIE v1.0.2's InferencePool ``inference.networking.k8s.io/v1``,
+the CRD the clusters run. The picker is llm-d's (llm-d-router, named
+llm-d-inference-scheduler until v0.9.0) at v0.3.2, the newest release built
+on GAIE v1.0.x: its ``go.mod:24`` requires GAIE v1.0.0, whose EPP code and
+InferencePool v1 types are those of v1.0.2 (the two tags differ in the
+CRD's ``matchLabels`` size markers only, ``api/v1/shared_types.go:140-141``).
+Later llm-d releases build on GAIE v1.1 to v1.5, whose pool v1 gained
+fields the clusters' CRD does not have. The picker is GAIE v1.0.0's runner
+with llm-d's plugins registered (llm-d v0.3.2 ``cmd/epp/main.go:36-43``), so
+its flags, ports and config format are that runner's.
 """
 
 import hashlib
@@ -28,11 +37,22 @@ from fleetgate.model_deployment.providers.base import (
     Workload,
 )
 
-POOL_GROUP = "inference.networking.k8s.io"
-PICKER_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.0.2"
+POOL_GROUP = "inference.networking.k8s.io"  # --pool-group, GAIE v1.0.0 runner.go:82
+# The image llm-d's release workflow pushes for tag v0.3.2: ghcr.io/llm-d/<repository
+# name>:<tag> (.github/workflows/ci-release.yaml:17-21,26-46), the repository then
+# being llm-d-inference-scheduler (Makefile:9-13).
+PICKER_IMAGE = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"
+# The runner's default ports (GAIE v1.0.0 pkg/epp/server/runserver.go:69-71), the
+# ones the image exposes (llm-d v0.3.2 Dockerfile:58-61).
 PICKER_PORT = 9002  # ext-proc gRPC, what the gateway calls
 PICKER_HEALTH_PORT = 9003
 PICKER_METRICS_PORT = 9090
+# A gRPC health service the picker's health server knows (GAIE v1.0.0
+# cmd/epp/runner/health.go:64-86), as llm-d v0.3.2 probes it
+# (deploy/components/inference-gateway/deployments.yaml:45-56). Without leader
+# election every name passes (health.go:49-56), so the chart's "inference-extension"
+# worked only by that; with it, an unknown name is SERVICE_UNKNOWN.
+PICKER_HEALTH_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 CONFIG_FILE = "epp-config.yaml"
 CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 
@@ -47,24 +67,39 @@ CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 # FailOpen that no gateway of this fleet honours.
 FAILURE_MODE = "FailClose"
 
-# The upstream chart's default scheduling profile, in the EndpointPickerConfig
-# format of this EPP version. JSON is YAML, and keeps the function free of a
-# YAML dependency.
+# The picker's configuration, an EndpointPickerConfig
+# inference.networking.x-k8s.io/v1alpha1 (GAIE v1.0.0
+# apix/config/v1alpha1/zz_generated.register.go:31-34, endpointpickerconfig_types.go:29-112),
+# decoded strictly (pkg/epp/config/loader/configloader.go:79). JSON is YAML, and keeps
+# the function free of a YAML dependency.
+#
+# One profile that scores by queue depth, KV-cache use and prefix-cache hits: GAIE's
+# in-tree scorers, which the v0.3.2 picker registers (GAIE v1.0.0 runner.go:300-311).
+# The profile handler and picker are named, as in llm-d's sample configuration
+# (v0.3.2 deploy/config/epp-config.yaml:3-16), rather than left to the loader's
+# defaults (loader/defaults.go:83-113). llm-d's own plugins are for disaggregated
+# prefill/decode pods labelled llm-d.ai/role and for KV events from vLLM; these
+# pools are neither.
 PICKER_CONFIG: dict[str, Any] = {
     "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
     "kind": "EndpointPickerConfig",
     "plugins": [
+        {"type": "single-profile-handler"},
         {"type": "queue-scorer"},
         {"type": "kv-cache-utilization-scorer"},
         {"type": "prefix-cache-scorer"},
+        {"type": "max-score-picker"},
     ],
     "schedulingProfiles": [
         {
             "name": "default",
+            # Every scorer has its weight: the loader defaults one only for scorers
+            # listed before the picker (loader/defaults.go:115-125).
             "plugins": [
                 {"pluginRef": "queue-scorer", "weight": 2},
                 {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
                 {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                {"pluginRef": "max-score-picker"},
             ],
         }
     ],
@@ -112,8 +147,8 @@ def picker_auth_rbac(workload: Workload) -> tuple[Manifest, Manifest]:
     """ClusterRole and ClusterRoleBinding: let the picker authenticate metrics scrapes.
 
     The picker serves /metrics behind controller-runtime's
-    WithAuthenticationAndAuthorization filter (GAIE v1.0.2,
-    cmd/epp/runner/runner.go:186-189), which asks the API server to review
+    WithAuthenticationAndAuthorization filter (GAIE v1.0.0's runner, which llm-d
+    v0.3.2 runs, cmd/epp/runner/runner.go:186-189), which asks the API server to review
     each scraper's token and access: without create on tokenreviews and
     subjectaccessreviews every scrape is refused. Upstream's chart grants
     exactly these (config/charts/inferencepool/templates/rbac.yaml:1-38).
@@ -192,7 +227,7 @@ def picker_rbac(workload: Workload) -> tuple[Manifest, Manifest, Manifest]:
 
 def _grpc_probe() -> dict[str, Any]:
     return {
-        "grpc": {"port": PICKER_HEALTH_PORT, "service": "inference-extension"},
+        "grpc": {"port": PICKER_HEALTH_PORT, "service": PICKER_HEALTH_SERVICE},
         "initialDelaySeconds": 5,
         "periodSeconds": 10,
     }
@@ -205,6 +240,8 @@ def picker_deployment(workload: Workload, image: str = PICKER_IMAGE) -> Manifest
     container = {
         "name": "epp",
         "image": image,
+        # GAIE v1.0.0 cmd/epp/runner/runner.go:81-83,100 (pool, config file) and
+        # controller-runtime's zap flags (:137-140).
         "args": [
             *("--pool-name", workload.name),
             *("--pool-namespace", workload.namespace),
