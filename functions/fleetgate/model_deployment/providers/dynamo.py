@@ -57,6 +57,12 @@ from fleetgate.model_deployment.providers.base import (
     Workload,
 )
 
+# Deprecated by Dynamo 1.6 for nvidia.com/v1beta1, which the operator stores and
+# converts v1alpha1 to. Still v1alpha1 here: no release's v1beta1 CRD or Go types
+# could be had to check against (the Go module proxy answers 403 "not available"
+# for github.com/ai-dynamo/dynamo, .../deploy/operator and .../deploy/cloud/operator,
+# listing and versions alike), and v1beta1 reshapes the spec (``services`` map ->
+# ``components`` list), so it is not written from a guess.
 API_VERSION = "nvidia.com/v1alpha1"
 DYNAMO_VERSION = "0.6.1"
 IMAGES: dict[EngineType, str] = {
