@@ -177,17 +177,20 @@ $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 ## registry serving `make packages`; trust-manager and Envoy Gateway on each workload cluster),
 ## all local processes on loopback; stops everything it started
 ## up: the same control plane, left running for your own kubectl; `make down` stops it
-# CROSSPLANE_LINE=oldest runs the control plane on the oldest supported core (its chart too).
+# CROSSPLANE_LINE=oldest runs the control plane on the oldest supported core (its chart too),
+# whose XRs see a required resource change only when a TTL runs out: the functions get the
+# settled TTL a platform on that line sets (functions/fleetgate/core/pacing.py).
 CROSSPLANE_LINE ?= pinned
 ifeq ($(CROSSPLANE_LINE),oldest)
 XP_CORE_BIN := $(CROSSPLANE_CORE_OLDEST)
 XP_CORE_MODULE := tools
+XP_LINE_ENV := FLEETGATE_SETTLED_TTL=30
 else
 XP_CORE_BIN := $(CROSSPLANE_CORE)
 XP_CORE_MODULE := tools/controlplane/crossplane
 endif
 CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER_MANAGER=$(KUBE_CONTROLLER_MANAGER) \
-	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(XP_CORE_BIN) CROSSPLANE_CORE_MODULE=$(XP_CORE_MODULE) \
+	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(XP_CORE_BIN) CROSSPLANE_CORE_MODULE=$(XP_CORE_MODULE) $(XP_LINE_ENV) \
 	CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
 	ENVOY_GATEWAY=$(ENVOY_GATEWAY)

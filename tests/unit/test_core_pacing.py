@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import pacing
+from fleetgate.core import pacing, runner
 from fleetgate.core.reconcile import Reconcile
 from tests.support import request, run
 
@@ -33,7 +33,8 @@ def _ttl(observed: list[dict[str, str]], false_now: tuple[str, ...] = ("RoutingR
         pytest.param([_since(0, status="True")], 2, id="just turned False: soon"),
         pytest.param([_since(8)], 2, id="eight seconds: the minimum"),
         pytest.param([_since(80)], 10, id="eighty seconds: an eighth of it"),
-        pytest.param([_since(3600)], 30, id="an hour: as settled"),
+        pytest.param([_since(800)], 100, id="800 seconds: an eighth of it"),
+        pytest.param([_since(7200)], 300, id="two hours: as settled"),
         pytest.param([_since(80), _since(800, "Scheduled")], 10, id="only conditions False now"),
         pytest.param([{"type": "RoutingReady", "status": "False"}], 2, id="no time: soon"),
         pytest.param([_since(80) | {"lastTransitionTime": "yesterday"}], 2, id="a bad time"),
@@ -45,9 +46,41 @@ def test_a_waiting_xr_backs_off_with_the_time_it_has_waited(
     assert _ttl(observed) == seconds
 
 
-def test_a_settled_xr_is_called_every_settled_interval() -> None:
+def test_a_settled_xr_is_called_every_five_minutes_by_default() -> None:
+    """From Crossplane v2.4 on, only a backstop: required resources are watched (issue 31)."""
     settled = pacing.ttl(waiting=False, false_now=(), observed_conditions=[_since(5)], now=NOW)
-    assert settled == pacing.SETTLED < datetime.timedelta(seconds=60)  # the SDK's default
+    assert settled == pacing.SETTLED == datetime.timedelta(minutes=5)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        pytest.param(None, 300, id="unset: the default"),
+        pytest.param("", 300, id="empty: the default"),
+        pytest.param("30", 30, id="a control plane before v2.4"),
+        pytest.param(" 60 ", 60, id="blanks around it"),
+        pytest.param("2", 2, id="the least"),
+        pytest.param("3600", 3600, id="the most"),
+    ],
+)
+def test_the_settled_ttl_can_be_set_for_a_control_plane_that_does_not_watch(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: int
+) -> None:
+    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)  # restored after the test
+    pacing.configure({} if value is None else {pacing.SETTLED_VARIABLE: value})
+    got = pacing.ttl(waiting=False, false_now=(), observed_conditions=[], now=NOW)
+    assert got == datetime.timedelta(seconds=seconds)
+    assert _ttl([_since(86400)]) == seconds, "a long wait is capped at the settled TTL too"
+
+
+@pytest.mark.parametrize("value", ["30s", "1", "3601", "-5", "5m", "1e2"])
+def test_a_settled_ttl_out_of_range_or_unreadable_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)
+    with pytest.raises(ValueError, match=f"FLEETGATE_SETTLED_TTL='{value}'.*2-3600"):
+        pacing.configure({pacing.SETTLED_VARIABLE: value})
+    assert datetime.timedelta(minutes=5) == pacing.SETTLED
 
 
 def _answer(
@@ -94,7 +127,7 @@ def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> No
 
     assert waited((NOW - datetime.timedelta(seconds=16)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 2
     assert waited((NOW - datetime.timedelta(seconds=80)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 10
-    assert waited("2020-01-01T00:00:00Z") == 30
+    assert waited("2020-01-01T00:00:00Z") == pacing.SETTLED.total_seconds()
     assert waited(None) == 2
 
 
@@ -105,3 +138,17 @@ def test_a_composed_resource_not_ready_yet_is_waited_for() -> None:
     assert _answer(["True"], xr_conditions=[], composed_ready=(True, None)) == soon
     assert _answer([], xr_conditions=[], waiting=False, composed_ready=(False,)) == soon
     assert _answer(["True"], xr_conditions=[], composed_ready=(True, True)) == settled
+
+
+def test_a_function_started_with_a_bad_settled_ttl_exits_saying_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a bad flag does: exit 2 and the variable named, before anything is served."""
+    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)
+    monkeypatch.setenv(pacing.SETTLED_VARIABLE, "5m")
+    monkeypatch.setattr(runner, "serve", lambda *a, **k: pytest.fail("served"))
+    main = runner.command("compose-model-endpoint", lambda rec: None)
+    with pytest.raises(SystemExit) as exited:
+        main(["--insecure"])
+    assert exited.value.code == 2
+    assert "FLEETGATE_SETTLED_TTL='5m'" in capsys.readouterr().err

@@ -1,25 +1,25 @@
 """How soon Crossplane calls a function again for an XR: the response's TTL.
 
-With realtime compositions, Crossplane v2.2's default, an XR is requeued
-after the TTL of its pipeline's answer and not otherwise
-(internal/controller/apiextensions/composite/reconciler.go:855-870,
-composition_functions.go:389-394, v2.2.0). A change to a composed resource
-triggers a reconcile at once, unless the XR's watch circuit breaker is open
-(it opens while an XR's Objects are created: burst 100 events, then 1/s),
-but a change to a *required* resource (another XR's published status, a
-Secret) is seen only when the TTL runs out. So every hop of the fleet's
-readiness chain that crosses XRs, or falls in an open breaker, waits for a
-TTL.
+With realtime compositions (Crossplane's default) an XR is requeued after the
+TTL of its pipeline's answer, which overrides any poll interval
+(internal/controller/apiextensions/composite/reconciler.go:910-927, v2.4.0;
+:855-870 at v2.2.0), and at once when a composed resource changes, unless the
+XR's watch circuit breaker is open. A change to a *required* resource
+(another XR's published status, a Secret) wakes the XR at once from v2.4.0 on,
+which watches what each step required (composition_functions.go:263-470,
+773); before v2.4 it is seen only when the TTL runs out.
 
 An XR waiting for something (a condition False, a composed resource not
-ready yet, or as its function says) is therefore called again soon, and less soon
-the longer it has waited: the TTL is an eighth of the time since its oldest
-condition still False turned False, between ``WAITING_MIN`` and ``SETTLED``.
-A new fleet's chain of hops converges in seconds; an XR that waits for hours
-(a ModelService with no ready endpoint) costs one call every ``SETTLED``. A
-settled XR is called every ``SETTLED``, so a drain, a rotated CA or a deleted
-credential reaches it within that. A call costs milliseconds
-(bench/results/results.md); the SDK's default TTL is 60 s.
+ready yet, or as its function says) is called again soon, and less soon the
+longer it has waited: the TTL is an eighth of the time since its oldest
+condition still False turned False, between ``WAITING_MIN`` and the settled
+TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
+open breaker, the hourly resync), so 5 minutes, which `make e2e` measured at
+about one call per XR per 5 minutes with every drill as fast as with 30 s
+(bench/README.md, "The fleet at rest"). A control plane before v2.4 sees a
+drain, a rotated CA or a deleted credential only through this TTL: set
+``FLEETGATE_SETTLED_TTL`` (seconds, 2-3600) on the functions, e.g. ``30``
+through a DeploymentRuntimeConfig, as `make e2e CROSSPLANE_LINE=oldest` does.
 """
 
 import datetime
@@ -29,8 +29,30 @@ from typing import Any
 from fleetgate.core.times import parse
 
 WAITING_MIN = datetime.timedelta(seconds=2)
-SETTLED = datetime.timedelta(seconds=30)
+SETTLED_MAX = datetime.timedelta(hours=1)  # Crossplane's resync: no use waiting longer
+SETTLED_VARIABLE = "FLEETGATE_SETTLED_TTL"
 BACKOFF = 8  # the TTL while waiting: the time waited so far, divided by this
+# The settled TTL of this process: the default until ``configure`` reads the variable.
+SETTLED = datetime.timedelta(minutes=5)
+
+
+def configure(environ: Mapping[str, str]) -> None:
+    """Take the settled TTL from ``FLEETGATE_SETTLED_TTL`` (whole seconds), if set.
+
+    Raises ValueError naming the variable for anything else; the console scripts
+    call this before they serve (``runner.command``), so a bad value stops the
+    process with that message, not the first call.
+    """
+    global SETTLED  # noqa: PLW0603  # one setting per process, read on every answer
+    raw = environ.get(SETTLED_VARIABLE, "").strip()
+    if not raw:
+        return
+    low, high = int(WAITING_MIN.total_seconds()), int(SETTLED_MAX.total_seconds())
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ValueError(
+            f"{SETTLED_VARIABLE}={raw!r}: give the settled TTL in whole seconds, {low}-{high}"
+        )
+    SETTLED = datetime.timedelta(seconds=int(raw))
 
 
 def ttl(

@@ -40,7 +40,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
-from fleetgate.core import flags, log, structs
+from fleetgate.core import flags, log, pacing, structs
 from fleetgate.core.errors import InputError
 from fleetgate.core.reconcile import Reconcile
 
@@ -236,6 +236,10 @@ def command(name: str, compose: Composer) -> Callable[..., None]:
 
     def main(argv: Sequence[str] | None = None) -> None:
         opts = flags.parse(cli, argv, os.environ)
+        try:
+            pacing.configure(os.environ)
+        except ValueError as err:
+            cli.error(str(err))  # exits 2, as a bad flag does
         # As sdkcli.run: the same log formats, limits in MB, send defaulting to receive.
         log.configure(debug=opts.debug)
         receive = opts.max_recv_message_size
