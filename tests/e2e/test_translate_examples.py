@@ -6,12 +6,12 @@ hold (e2e.translate.example_input: fresh CAs behind its Bundles, its required
 Secrets patched in) and translated by egctl: every listener, route and policy
 it composes must be accepted and resolved.
 
-A pass that creates a projected Secret creates it holding no value and names
-its sources only on the next pass (core/secrets.py); Envoy Gateway refuses an
-API-key Secret whose keys are all empty (duplicated keys: v1.8.3
-internal/gatewayapi/securitypolicy.go:2068-2071) and serves such routes a 500
-(:1055-1063). So the data plane judged is the pass after the Secrets the
-example creates exist: the one that patches their values in.
+A projected Secret is created holding no value, names its sources on the next
+pass, and is filled then (core/secrets.py); a fleet gateway composes its
+Gateway and policies only once its copies are filled (GatewayReady
+WaitingForSecrets until then). So the data plane judged is the example's,
+settled: passes run until every projected Secret it composes is observed
+filled.
 """
 
 from collections.abc import Iterator
@@ -27,7 +27,10 @@ GATEWAY_FUNCTIONS = ("compose-inference-cluster", "compose-inference-gateway")
 
 
 def composes_a_gateway(example: render.Example) -> bool:
-    return "Gateway" in (example.expect or {}).get("composed", [])
+    """It composes a Gateway, or will once its Secret copies are filled."""
+    expect = example.expect or {}
+    ready = (expect.get("conditions") or {}).get("GatewayReady") or {}
+    return "Gateway" in expect.get("composed", []) or ready.get("reason") == "WaitingForSecrets"
 
 
 EXAMPLES = [e for e in render.discover() if composes_a_gateway(e)]
@@ -50,25 +53,41 @@ def test_the_gateway_examples_are_found() -> None:
     assert {e.type.name for e in EXAMPLES} <= set(GATEWAY_FUNCTIONS)
 
 
+SETTLE_PASSES = 3  # created empty, filled, then served from
+
+
+def _ready(obj: dict[str, Any] | None) -> bool:
+    conditions = (obj or {}).get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def settled(example: render.Example, tmp_path: Any) -> list[Any]:
-    """What the example composes once the Secrets it creates exist on the cluster."""
-    _, composed, _ = render.split(render.render(example))
-    observed = list(example.observed.values())
-    seen = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME] for d in observed}
-    created = {
-        key: o
-        for o in composed
-        if o["kind"] == "Object"
-        and o["spec"]["forProvider"]["manifest"]["kind"] == "Secret"
-        and (key := o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]) not in seen
+    """What the example composes once every Secret copy it composes is filled on the cluster."""
+    observed = {
+        d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d
+        for d in example.observed.values()
     }
-    if not created:
-        return composed
+    secrets = [as_stored(d) for d in example.required if d.get("kind") == "Secret"]
     then = tmp_path / "observed.yaml"
-    new = World(load_balancers={}).observe(created, owner=example.xr["metadata"]["name"])
-    then.write_text(yaml.safe_dump_all([*observed, *new.values()]))
-    _, composed, _ = render.split(render.render(example, observed=then))
-    return composed
+    _, composed, _ = render.split(render.render(example))
+    for _ in range(SETTLE_PASSES):
+        by_key = {o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: o for o in composed}
+        copies = {
+            key: o
+            for key, o in by_key.items()
+            if o["kind"] == "Object"
+            and o["spec"]["forProvider"]["manifest"]["kind"] == "Secret"
+            and not _ready(observed.get(key))
+        }
+        if not copies:
+            return composed
+        world = World(load_balancers={})
+        observed |= world.observe(
+            copies, owner=example.xr["metadata"]["name"], control_plane=secrets
+        )
+        then.write_text(yaml.safe_dump_all(list(observed.values())))
+        _, composed, _ = render.split(render.render(example, observed=then))
+    raise AssertionError(f"{example.name}: its Secret copies never filled")
 
 
 @pytest.mark.parametrize("example", CASES)
