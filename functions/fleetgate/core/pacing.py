@@ -14,9 +14,10 @@ ready yet, or as its function says) is called again soon, and less soon the
 longer it has waited: the TTL is an eighth of the time since its oldest
 condition still False turned False, between ``WAITING_MIN`` and the settled
 TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
-open breaker, the hourly resync), so 5 minutes, which `make e2e` measured at
-about one call per XR per 5 minutes with every drill as fast as with 30 s
-(bench/README.md, "The fleet at rest"). A control plane before v2.4 sees a
+open breaker, the hourly resync), so 5 minutes: `make e2e` measured one
+call per 5 minutes for each settled cluster, gateway, deployment and endpoint
+XR, with every drill as fast as with 30 s (bench/README.md, "The fleet at
+rest", which also says why ModelRoutes on the test plane still wait). A control plane before v2.4 sees a
 drain, a rotated CA or a deleted credential only through this TTL: set
 ``FLEETGATE_SETTLED_TTL`` (seconds, 2-3600) on the functions, e.g. ``30``
 through a DeploymentRuntimeConfig, as `make e2e CROSSPLANE_LINE=oldest` does.

@@ -195,8 +195,8 @@ class Reconcile:
         and lifts it when the Object is deleted (v1.2.1 internal/controller/
         namespaced/object/object.go:781-842, 845-870). While that finalizer
         holds a Secret being deleted, it is still readable; read as present,
-        it would stay referenced, the Object never deleted, and the Secret's
-        deletion would never finish.
+        it would stay referenced by a live Object and its deletion would never
+        finish.
         """
         found = self._declare(key, selector)
         if found is None:
