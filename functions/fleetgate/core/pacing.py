@@ -17,10 +17,11 @@ TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
 open breaker, the hourly resync), so 5 minutes: `make e2e` measured one
 call per 5 minutes for each settled cluster, gateway, deployment and endpoint
 XR, with every drill as fast as with 30 s (bench/README.md, "The fleet at
-rest", which also says why ModelRoutes on the test plane still wait). A control plane before v2.4 sees a
-drain, a rotated CA or a deleted credential only through this TTL: set
-``FLEETGATE_SETTLED_TTL`` (seconds, 2-3600) on the functions, e.g. ``30``
-through a DeploymentRuntimeConfig, as `make e2e CROSSPLANE_LINE=oldest` does.
+rest", which also says why ModelRoutes on the test plane still wait). A
+control plane before v2.4 sees a drain, a rotated CA or a deleted
+credential only through this TTL: set ``FLEETGATE_SETTLED_TTL`` (seconds,
+2-3600) on the functions, e.g. ``30`` through a DeploymentRuntimeConfig, as
+`make e2e CROSSPLANE_LINE=oldest` does.
 """
 
 import datetime
