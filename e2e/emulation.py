@@ -52,6 +52,7 @@ EXAMPLES = REPO / "examples"
 COMPOSITION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
 # The one time this walk's controllers write: render stamps a fixed time too.
 SIMULATED_AT = "2024-01-01T00:00:00Z"
+PROVIDER_FINALIZER = "finalizer.managedresource.crossplane.io"
 # How this walk's controllers word their conditions (``applied``'s arguments).
 SIMULATED: dict[str, Any] = {"reason": "Simulated", "synced": "Simulated", "stamp": SIMULATED_AT}
 # Dependency order: each kind reads what the kinds before it publish, so one
@@ -662,14 +663,15 @@ def applied(
 ) -> Obj:
     """A composed resource as Crossplane observes it once provider-kubernetes applied it.
 
-    An Object carries ``remote`` in ``status.atProvider.manifest``: the remote
+    An Object carries the provider's finalizer and ``remote`` in
+    ``status.atProvider.manifest``: the remote
     object as its cluster holds it (by default the manifest as applied, no
     controller having written to it). Every resource has Ready (``reason``, by
     default Available, or Creating while not ready) and Synced (``synced``)
     conditions, with ``stamp`` as their lastTransitionTime when given. Names
     and annotations are the caller's: they say which pass and owner it is.
     """
-    obj = copy.deepcopy(desired)
+    obj = finalized(copy.deepcopy(desired))
     status: Obj = {}
     if remote is None and obj.get("kind") == "Object":
         remote = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
@@ -681,6 +683,16 @@ def applied(
         _condition("Synced", "True", synced, stamp),
     ]
     obj["status"] = status
+    return obj
+
+
+def finalized(obj: Obj) -> Obj:
+    """``obj`` (in place) with provider-kubernetes' finalizer if it is an Object, as the
+    provider's first reconcile of it leaves it (crossplane-runtime v2.0.0-rc.1
+    pkg/reconciler/managed/reconciler.go:1272; provider-kubernetes v1.2.1
+    internal/controller/namespaced/object/object.go:105, 812-825)."""
+    if obj.get("kind") == "Object":
+        obj.setdefault("metadata", {})["finalizers"] = [PROVIDER_FINALIZER]
     return obj
 
 

@@ -31,6 +31,7 @@ from e2e.emulation import (
     patch_applied,
     without_times,
 )
+from fleetgate.core.secrets import is_holder
 
 Obj = dict[str, Any]
 XRKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
@@ -232,11 +233,12 @@ class Fleet:
     # --- reading the result -------------------------------------------------------
 
     def remote(self, key: XRKey) -> list[Obj]:
-        """Every remote manifest an XR composed (through Objects)."""
+        """Every remote manifest an XR composed (through Objects), each once: a projected
+        Secret's holder holds what its filler writes."""
         out = []
         for obj in self.composed.get(key, {}).values():
             manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest")
-            if obj.get("kind") == "Object" and manifest:
+            if obj.get("kind") == "Object" and manifest and not is_holder(obj):
                 out.append(
                     {**manifest, "_providerConfig": obj["spec"]["providerConfigRef"]["name"]}
                 )

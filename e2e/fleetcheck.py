@@ -14,10 +14,11 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from e2e import emulation, fleetdrills, functions, render, validate
-from e2e.driver import Emulation, Route, published_client_cas, trust_problems
+from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
+from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
 
 AI_GATEWAY = "aigateway.envoyproxy.io/v1beta1"
 
@@ -158,6 +159,27 @@ def check_no_secret_anywhere(fleet: Fleet) -> list[str]:
     ]
 
 
+def check_projections_never_create(fleet: Fleet) -> list[str]:
+    """No Object holding Secret references can take provider-kubernetes' create path (which
+    saves the values into it), and each such filler has a holder that creates and deletes
+    its Secret holding nothing (core/secrets.py)."""
+    problems = []
+    for (kind, namespace, name), composed in fleet.desired.items():
+        held = {remote_ref(o) for o in composed.values() if is_holder(o)}
+        for key, obj in composed.items():
+            spec = obj.get("spec") or {}
+            where = f"{kind} {namespace}/{name}: Object {key}"
+            if spec.get("references") and spec.get("managementPolicies") != FILL_POLICIES:
+                problems.append(
+                    f"{where} has references and may create: {spec.get('managementPolicies')}"
+                )
+            if is_holder(obj) and spec.get("references"):
+                problems.append(f"{where} creates its Secret with references")
+            if is_filler(obj) and remote_ref(obj) not in held:
+                problems.append(f"{where} fills a Secret nothing holds")
+    return problems
+
+
 def check_schemas(fleet: Fleet) -> list[str]:
     """Every XR against its XRD; every desired composed object against the pinned CRDs."""
     objects = [*fleet.xrs.values(), *(o for d in fleet.desired.values() for o in d.values())]
@@ -177,6 +199,7 @@ FACTS = {
     "backends: mutual TLS to clusters, public TLS to providers": check_backends,
     "cluster gateways trust exactly the published gateway CAs": check_cluster_trust,
     "no Secret value in any composed resource or status": check_no_secret_anywhere,
+    "no Object with Secret references can create its Secret": check_projections_never_create,
 }
 
 

@@ -48,6 +48,7 @@ from e2e.emulation import (
 EXPECT_HEADER = "# What the tests check after rendering this example.\n"
 OBSERVED_HEADER = "# Composed resources as Crossplane observes them after the previous pass.\n"
 DEFAULT_WIDTH = 80  # PyYAML's
+EXAMPLE_WIDTH = 100  # what e2e/example_cas writes the examples holding CAs with
 UNBROKEN = 4096
 # Examples whose XR only the experimental CRD set validates; the same in process.
 EXPERIMENTAL_XR = "xr.experimental.yaml"
@@ -168,15 +169,18 @@ def observed(walk: Walk, root: Path = EXAMPLES) -> list[Obj]:
     else:
         trust = emulation.bundles_of(desired.values())
         found = {
-            key: renewed(obj, was.get(key), owner=before.xr, bundles=trust)
+            key: renewed(key, obj, was.get(key), owner=before.xr, bundles=trust)
             for key, obj in desired.items()
         }
     order = [k for k in was if k in found] + [k for k in found if k not in was]
     return [found[k] for k in order]
 
 
-def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str, str]]) -> Obj:
-    """``desired`` as observed: what was composed renewed, what was observed of it kept.
+def renewed(
+    key: str, desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str, str]]
+) -> Obj:
+    """``desired`` (composed as ``key``) as observed: what was composed renewed, what was
+    observed of it kept.
 
     Kept: the name the API server gave it, what Crossplane records (its
     annotations, labels and ``spec.crossplane``), the status, and of the
@@ -184,14 +188,13 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
     does not write (its status, a trust-manager ConfigMap's data, what a
     controller fills in) and a Secret's data as provider-kubernetes reports it.
     """
-    key = _key(desired, was)
     if was is None:
         owned_by = str(owner["metadata"]["name"])
         return emulation.World({}).observe_one(key, desired, owner=owned_by, bundles=bundles)
     desired = copy.deepcopy(desired)
     meta = desired.setdefault("metadata", {})
     meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-    obj = {**desired, "metadata": merge_patch(was.get("metadata") or {}, meta)}
+    obj = emulation.finalized({**desired, "metadata": merge_patch(was.get("metadata") or {}, meta)})
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}
     if "status" in was:
@@ -205,11 +208,6 @@ def renewed(desired: Obj, was: Obj | None, *, owner: Obj, bundles: set[tuple[str
                 renewed_remote["data"] = remote["data"]
             obj["status"]["atProvider"]["manifest"] = renewed_remote
     return obj
-
-
-def _key(desired: Obj, was: Obj | None) -> str:
-    annotations = ((was or desired).get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(COMPOSITION_RESOURCE_NAME, ""))
 
 
 # --- writing ----------------------------------------------------------------------------
@@ -251,7 +249,8 @@ def write(path: Path, docs: list[Obj], *, header: str, single: bool = False) -> 
 
 
 def _width(path: Path, old: list[Obj]) -> int:
-    """The line width ``path`` was written with: PyYAML's 80, or long lines unbroken."""
+    """The line width ``path`` was written with: PyYAML's 80, the CA examples' 100, or long
+    lines unbroken."""
     if not path.exists():
         return DEFAULT_WIDTH
     lines = set(path.read_text().splitlines())
@@ -259,7 +258,7 @@ def _width(path: Path, old: list[Obj]) -> int:
     def kept(width: int) -> int:
         return len(lines & set(yaml.safe_dump_all(old, sort_keys=False, width=width).splitlines()))
 
-    return max((DEFAULT_WIDTH, UNBROKEN), key=kept)
+    return max((DEFAULT_WIDTH, EXAMPLE_WIDTH, UNBROKEN), key=kept)
 
 
 def update(root: Path = EXAMPLES) -> list[Path]:

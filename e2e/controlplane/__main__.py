@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from e2e import fleetcheck, fleetdrills
@@ -93,7 +95,7 @@ def run(command: str) -> int:
             print(f"figures in {RESULTS.relative_to(REPO)}")
             # Convergence and each drill's propagation raise when they fail; these are
             # the checks that count what they find.
-            passed = 1 + len(drills.DRILLS) + checks.count(True)
+            passed = 1 + len(drills.DRILLS) + len(drills.LOSSES) + checks.count(True)
             failed = checks.count(False)
             print(f"e2e: {passed} passed, {failed} failed")
             if failed:
@@ -126,18 +128,22 @@ def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> dict[str, float]:
 def _secret_drills(
     cp: Cluster, workloads: list[Cluster], needles: dict[str, str], figures: dict[str, float]
 ) -> list[bool]:
-    """Each edit of a control-plane Secret (e2e/controlplane/drills.py), then the search."""
+    """Each Secret edit and each loss of a copy (e2e/controlplane/drills.py), then the search."""
+    performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
+        *((d.name, partial(drills.run, d, cp, workloads, needles)) for d in drills.DRILLS),
+        *((d.name, partial(drills.lose, d, cp, workloads, needles)) for d in drills.LOSSES),
+    ]
     checks = []
-    for drill in drills.DRILLS:
-        print(f"drill: {drill.name}")
-        outcome = drills.run(drill, cp, workloads, needles)
+    for name, perform in performed:
+        print(f"drill: {name}")
+        outcome = perform()
         print(f"  propagated and converged in {outcome.seconds:.0f}s; now held in")
         for holder in outcome.holders:
             print(f"    {holder}")
-        figures[f"seconds until '{drill.name}' reached the clusters and converged"] = round(
+        figures[f"seconds until '{name}' reached the clusters and converged"] = round(
             outcome.seconds, 1
         )
-        checks.append(_at_rest(f"after '{drill.name}'", outcome.hits))
+        checks.append(_at_rest(f"after '{name}'", outcome.hits))
     return checks
 
 

@@ -6,9 +6,15 @@ workload clusters hold what they now should (every new value, and no value
 that was replaced or revoked); waits for the fleet to converge again; and
 searches the control plane for every value any Secret has held: outside
 Secrets there must be none (issue 18).
+
+A loss deletes a Secret's copy on its workload cluster instead, as a person or
+a namespace clean-up would: provider-kubernetes creates it again with its
+values, and that too must leave no value in its Object (issue 31).
 """
 
 import base64
+import json
+import threading
 import time
 from dataclasses import dataclass
 
@@ -16,6 +22,8 @@ from e2e import pki
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Obj, wait_for
+from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.inference_gateway.naming import GatewayNames
 
 PUBLIC_HOSTNAME = "api.fleet.example.com"  # examples/fleet/30-gateways.yaml
 PROPAGATE_TIMEOUT_S = 240.0
@@ -170,3 +178,87 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
     fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
     took = time.monotonic() - start
     return Outcome(drill.name, took, holders, fleet.secrets_at_rest(cp, needles))
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A projected Secret's copy deleted on the workload cluster that holds it."""
+
+    name: str
+    cluster: str
+    secret: str
+    namespace: str = SYSTEM_NAMESPACE
+
+
+# The public gateway runs on eu-west-1 (examples/fleet/30-gateways.yaml).
+LOSSES = [
+    Loss("caller keys deleted on the cluster", "eu-west-1", GatewayNames("public").caller_keys)
+]
+
+
+class Versions(threading.Thread):
+    """Every version the API server writes of the Objects in one namespace, until stopped:
+    a value saved into an Object is blanked by Crossplane's next apply within moments, so
+    only a watch sees each version."""
+
+    def __init__(self, cp: Cluster, namespace: str) -> None:
+        super().__init__(daemon=True, name=f"watch-objects-{namespace}")
+        self.cp, self.namespace = cp, namespace
+        self.since = cp.admin.resource_version(*fleet.OBJECT, namespace)
+        self.seen: list[Obj] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for obj in self.cp.admin.watch(*fleet.OBJECT, self.namespace, self.since, 5):
+                self.seen.append(obj)
+                self.since = obj["metadata"]["resourceVersion"]
+
+    def holding(self, needles: dict[str, str], during: str) -> list[str]:
+        self.done.set()
+        self.join()
+        return sorted(
+            {
+                f"Object {self.namespace}/{obj['metadata']['name']} (resourceVersion "
+                f"{obj['metadata']['resourceVersion']}) held the value of {origin} {during}"
+                for obj in self.seen
+                for needle, origin in needles.items()
+                if needle in json.dumps(obj)
+            }
+        )
+
+
+def lose(loss: Loss, cp: Cluster, workloads: list[Cluster], needles: dict[str, str]) -> Outcome:
+    """Delete the copy; wait until provider-kubernetes made it again with every value it held
+    and the fleet converged; search every version of the Objects written meanwhile, then the
+    whole control plane."""
+    start = time.monotonic()
+    (cluster,) = [c for c in workloads if c.name == loss.cluster]
+    before = cluster.admin.get("v1", "Secret", loss.secret, loss.namespace)
+    if before is None:
+        raise RuntimeError(f"{loss.name}: Secret {loss.namespace}/{loss.secret} is missing")
+    versions = Versions(cp, loss.namespace)
+    versions.start()
+    cluster.admin.delete("v1", "Secret", loss.secret, loss.namespace)
+
+    def restored() -> list[str]:
+        now = cluster.admin.get("v1", "Secret", loss.secret, loss.namespace)
+        if (
+            now is None
+            or now["metadata"]["uid"] == before["metadata"]["uid"]
+            or now.get("data") != before.get("data")
+        ):
+            return []
+        return [
+            f"{cluster.name}: Secret {loss.namespace}/{loss.secret} {key}" for key in now["data"]
+        ]
+
+    holders = wait_for(
+        f"{loss.name}: provider-kubernetes to create the copy again with every value",
+        restored,
+        PROPAGATE_TIMEOUT_S,
+        interval=1.0,
+    )
+    fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+    hits = versions.holding(needles, f"while '{loss.name}'") + fleet.secrets_at_rest(cp, needles)
+    return Outcome(loss.name, time.monotonic() - start, holders, hits)

@@ -189,6 +189,31 @@ class Kube:
             item.setdefault("kind", kind)
         return items
 
+    def watch(
+        self, api_version: str, kind: str, namespace: str, since: str, seconds: int
+    ) -> Iterator[Obj]:
+        """Every version of ``kind`` written after resourceVersion ``since``, as the API
+        server streams them, for up to ``seconds``; each event's object carries the
+        resourceVersion to go on from."""
+        query = urllib.parse.urlencode(
+            {"watch": "1", "resourceVersion": since, "timeoutSeconds": str(seconds)}
+        )
+        req = urllib.request.Request(
+            f"{self.server}{self.path(api_version, kind, namespace)}?{query}"
+        )
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        with urllib.request.urlopen(req, context=self._ssl(), timeout=seconds + 30) as resp:
+            for line in resp:
+                event = json.loads(line)
+                if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    yield event["object"]
+
+    def resource_version(self, api_version: str, kind: str, namespace: str = "") -> str:
+        """The collection's resourceVersion now: where a watch from now starts."""
+        listed = self.request("GET", self.path(api_version, kind, namespace) + "?limit=1")
+        return str(listed["metadata"]["resourceVersion"])
+
     def apply(self, obj: Obj, manager: str = "fleetgate-e2e", subresource: str = "") -> Obj:
         meta = obj["metadata"]
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])

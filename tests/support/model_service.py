@@ -16,6 +16,7 @@ from typing import Any
 
 from e2e import emulation
 from e2e.pki import ca
+from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
 from tests.support import Outcome, request, run, secret
@@ -229,7 +230,8 @@ def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
     for ep in endpoints:
         keys |= {endpoint_key(ep, "backend"), endpoint_key(ep, "ai-service-backend")}
     for ep in credentials:
-        keys |= {endpoint_key(ep, "security-policy"), endpoint_key(ep, "api-key")}
+        api_key = endpoint_key(ep, "api-key")
+        keys |= {endpoint_key(ep, "security-policy"), api_key, holder_name(api_key)}
     return keys
 
 

@@ -87,6 +87,7 @@ def test_full_gateway_adds_auth_tls_and_secret_copies() -> None:
         | FRONT_DOOR
         | AUTH
         | {"caller-keys": "Secret", "tls-ai-example-tls": "Secret"}
+        | {"caller-keys-holder": "Secret", "tls-ai-example-tls-holder": "Secret"}
     )
 
 
@@ -808,9 +809,8 @@ def test_every_object_whose_status_is_read_back_is_watched() -> None:
     out = fleet(full=True).run()
     for key, obj in out.desired.items():
         spec = obj["spec"]
-        read_back = spec["readiness"] != readiness.SUCCESSFUL_CREATE or "Observe" in spec.get(
-            "managementPolicies", []
-        )
+        observe_only = spec.get("managementPolicies") == ["Observe"]
+        read_back = spec["readiness"] != readiness.SUCCESSFUL_CREATE or observe_only
         assert spec.get("watch", False) == read_back, key
     assert any(o["spec"].get("watch") for o in out.desired.values())
 

@@ -63,7 +63,7 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     assert all(
         r.ready == fnv1.READY_UNSPECIFIED
         for k, r in out.rsp.desired.resources.items()
-        if k not in ("caller-keys", "tls-ai-example-tls") and not k.startswith("client-")
+        if not k.startswith(("caller-keys", "tls-ai-example-tls", "client-"))
     )
     out = full.run(echo(out, remote=remote, not_ready=("gateway", "caller-auth")))
     status = out.composite["status"]
@@ -205,7 +205,11 @@ def test_a_revoked_caller_leaves_the_one_secret_in_one_apply() -> None:
     assert set(manifest(after)["data"]) == {"alice"}
     assert [r["patchesFrom"]["fieldPath"] for r in after["spec"]["references"]] == ["data[alice]"]
     assert credential_refs(out.desired) == [secret["metadata"]["name"]]
-    assert not [k for k in out.desired if k.startswith("caller-keys") and k != "caller-keys"]
+    # Its holder holds the same Secret; no other Object copies the keys.
+    holder = manifest(out.desired["caller-keys-holder"])
+    assert holder["metadata"]["name"] == secret["metadata"]["name"]
+    copies = sorted(k for k in out.desired if k.startswith("caller-keys"))
+    assert copies == ["caller-keys", "caller-keys-holder"]
 
 
 # --- name resolution -----------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gateway_cluster_ca
+from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     ai_gateway_route_name,
@@ -235,12 +236,30 @@ def test_credential_is_a_policy_and_a_projected_secret() -> None:
     }
 
 
-def test_a_credential_is_patched_in_only_once_its_secret_exists_on_the_cluster() -> None:
-    """provider-kubernetes saves the Object it created the remote Secret from (#223)."""
-    first = canary().desired[endpoint_key("openai", "api-key")]
+def test_a_credential_is_patched_in_by_an_object_that_never_creates_it() -> None:
+    """provider-kubernetes saves the Object it creates a remote object from (#223), and adds
+    its finalizer with one whole-Object update: the filler gets its references after that,
+    and a holder without references creates and deletes the Secret."""
+    key = endpoint_key("openai", "api-key")
+    first = canary().desired[key]
+    assert first["spec"]["managementPolicies"] == ["Observe", "Update"]
     assert "references" not in first["spec"]
+    holder = canary().desired[holder_name(key)]["spec"]
+    assert holder["managementPolicies"] == ["Observe", "Create", "Delete"]
+    assert "references" not in holder
+    assert holder["forProvider"] == first["spec"]["forProvider"]
     assert first["spec"]["forProvider"]["manifest"]["data"] == {"apiKey": ""}
-    assert "references" in settled_canary().desired[endpoint_key("openai", "api-key")]["spec"]
+    assert "references" in settled_canary().desired[key]["spec"]
+
+
+def test_a_credential_waits_for_the_fillers_finalizer_not_for_the_secret() -> None:
+    """The Secret can exist (its holder made it) before the filler's finalizer is on: a
+    reference added then would be saved with the finalizer."""
+    key = endpoint_key("openai", "api-key")
+    observed = as_observed(canary())
+    del observed[key]["metadata"]["finalizers"]
+    assert observed[key]["status"]["atProvider"]["manifest"]["kind"] == "Secret"
+    assert "references" not in canary(observed).desired[key]["spec"]
 
 
 def test_every_object_lands_on_the_gateway_cluster() -> None:
@@ -265,7 +284,9 @@ def test_every_object_is_watched_since_the_route_reads_each_ones_status() -> Non
         "BackendSecurityPolicy",
         "Secret",
     }
-    assert [k for k, obj in out.desired.items() if obj["spec"].get("watch") is not True] == []
+    unwatched = [k for k, obj in out.desired.items() if obj["spec"].get("watch") is not True]
+    # A credential's holder only creates and deletes it: nothing reads it back.
+    assert unwatched == [holder_name(endpoint_key("openai", "api-key"))]
 
 
 # --- plans made by hand ------------------------------------------------------------------
@@ -303,7 +324,7 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
                 "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
             },
         },
-        {"claude/security-policy", "claude/api-key"},
+        {"claude/security-policy", "claude/api-key", "claude/api-key-holder"},
     ),
     (
         "mutual TLS to a cluster on another port",

@@ -39,12 +39,12 @@ def remote_object(
     is derived from the remote object, or which are only observed.
 
     ``secret_patches`` (``secrets.secret_patch`` entries) make ``manifest``, a
-    Secret, a projection of control-plane Secrets: it holds each patched key
-    empty, is ready once every one holds a value on the cluster, and
-    ``Reconcile.compose`` adds the patches only once the Secret exists there
-    (``core/secrets.py`` says why). It is always watched: the provider fills
-    it on an update, after which only a watch event observes it again before
-    the next poll.
+    Secret, a projection of control-plane Secrets: the Object is its filler,
+    which holds each patched key empty, only ever updates the remote Secret
+    and is ready once every key holds a value there; ``Reconcile.compose``
+    adds its holder and the patches (``core/secrets.py`` says why). It is
+    always watched: the provider fills it on an update, after which only a
+    watch event observes it again before the next poll.
     """
     if secret_patches:
         keys = secrets.projected_keys(secret_patches)
@@ -63,6 +63,7 @@ def remote_object(
     else:
         spec["readiness"] = readiness.for_manifest(manifest)
     if secret_patches:
+        spec["managementPolicies"] = list(secrets.FILL_POLICIES)
         spec["references"] = secret_patches
     if watch is None:
         watch = observe_only or spec["readiness"] != readiness.SUCCESSFUL_CREATE

@@ -102,6 +102,11 @@ class Observed:
         """``metadata.generation``, or None."""
         return self.get("metadata", "generation")
 
+    def has_finalizer(self, finalizer: str) -> bool:
+        """Whether ``metadata.finalizers`` lists ``finalizer``."""
+        held = self.get("metadata", "finalizers")
+        return isinstance(held, list) and finalizer in held
+
     @property
     def ready(self) -> bool:
         """Whether the resource is Ready as Crossplane judges it, for its current spec."""

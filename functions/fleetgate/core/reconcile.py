@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from fleetgate.core import pacing, structs
+from fleetgate.core import pacing, secrets, structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
 from fleetgate.core.observed import Observed
-from fleetgate.core.secrets import SecretKeys, scrub_secret, withhold_until_created
+from fleetgate.core.secrets import SecretKeys, scrub_secret
 from fleetgate.core.verdict import Status, Verdict
 
 MESSAGE_MAX = 1024
@@ -227,11 +227,20 @@ class Reconcile:
     def compose(self, name: str, manifest: dict[str, Any], *, ready: bool | None = None) -> None:
         """Add ``manifest`` to the desired state under the composition name ``name``.
 
-        An Object projecting Secret values gets its references only once its
-        remote Secret exists, so provider-kubernetes never saves a value into
-        it (``core/secrets.py``).
+        An Object filling a projected Secret comes with the Object holding it,
+        and gets its references only once it carries provider-kubernetes'
+        finalizer, so the provider never saves a value into either
+        (``core/secrets.py``).
         """
-        withhold_until_created(manifest, lambda: self.observed(name).exists_remotely)
+        if secrets.is_filler(manifest):
+            held = secrets.holder_name(name)
+            self._put(held, secrets.holder(manifest), ready=self.observed(held).ready)
+            secrets.withhold_until_finalized(
+                manifest, lambda: self.observed(name).has_finalizer(secrets.PROVIDER_FINALIZER)
+            )
+        self._put(name, manifest, ready=ready)
+
+    def _put(self, name: str, manifest: dict[str, Any], *, ready: bool | None) -> None:
         desired = self.rsp.desired.resources[name]
         desired.resource.Clear()
         structs.update(desired.resource, manifest)

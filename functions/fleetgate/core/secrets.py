@@ -13,23 +13,32 @@ copy whole (crossplane-contrib/provider-kubernetes#223). provider-kubernetes
 v1.2.1 internal/controller/namespaced/object/object.go:378 and 713 patch it
 (the same in v1.4.1, :390 and 805, whose comment at :541-543 still defers
 #223); crossplane-runtime v2.0.0-rc.1 pkg/reconciler/managed/reconciler.go
-then ``Update``s the whole Object to add its finalizer (:1272, once), and
-before and after ``Create`` (:1297 ``external-create-pending``; :1331, :1371
-critical annotations). A reconcile that finds the remote object (and the
-finalizer) in place writes only the status subresource. So a projected
-Secret is composed in two steps:
+then ``Update``s the whole Object to add its finalizer (:1272, once:
+object.go:820-821 returns early once it is there), and before and after
+``Create`` (:1297 ``external-create-pending``; :1331, :1371 critical
+annotations). The create path is taken whenever the remote object is missing,
+so a remote Secret lost after it was filled (deleted by hand, its namespace
+deleted, the cluster behind a ProviderConfig replaced) would put the values
+into the Object. A projected Secret is therefore composed as two Objects, and
+no Object that holds references ever takes the create path:
 
-1. until the remote Secret exists, the Object carries every key with an empty
-   value and no references: the provider creates it holding nothing;
-2. once Crossplane observed it on the cluster, the references are added and
-   the provider patches the values in on its update path, which saves nothing
-   but status.
+1. a *holder*, policies ``Observe, Create, Delete`` and no references: it
+   creates the Secret with every key empty, creates it again (empty) if it is
+   lost, and deletes it when the copy is no longer composed;
+2. the *filler*, policies ``Observe, Update`` (both sets are among those
+   crossplane-runtime accepts, policies.go:55-110): without ``Create`` a
+   missing remote object goes down the update path (reconciler.go:1287, 1454),
+   whose server-side apply creates it if need be (object.go:449-466,
+   syncer.go:131-141) and which saves nothing but status. Its references are
+   added only once it carries the provider's finalizer, so the one whole-Object
+   update that adds it finds no value to save; without ``Delete`` the
+   provider leaves the remote Secret to the holder (reconciler.go:972).
 
 The empty values stay in desired state: a ``kubernetes.io/tls`` Secret needs
 its keys to validate, and Crossplane applies desired state with forced
 ownership (crossplane v2.2.0 composition_functions.go:596), so a value a
-provider ever wrote into an Object (an earlier release, or the remote Secret
-deleted by hand and created again) is blanked by the next apply. The Object is
+provider ever wrote into an Object (an earlier release composed one Object
+that could take the create path) is blanked by the next apply. The filler is
 Ready only once every key holds a value on the cluster, which is what anything
 waiting for the Secret needs to know.
 """
@@ -40,10 +49,17 @@ from typing import Any, NamedTuple
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
+from fleetgate.core import readiness
 from fleetgate.core.observed import dig
 from fleetgate.core.structs import lookup
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# What provider-kubernetes puts on an Object it manages (v1.2.1 internal/
+# controller/namespaced/object/object.go:105).
+PROVIDER_FINALIZER = "finalizer.managedresource.crossplane.io"
+FILL_POLICIES = ["Observe", "Update"]
+HOLDER_POLICIES = ["Observe", "Create", "Delete"]
+HOLDER_SUFFIX = "-holder"
 _VALUE_FIELDS = ("data", "stringData")
 _TO_DATA_KEY = re.compile(r"data\[([-._a-zA-Z0-9]+)\]")
 
@@ -94,14 +110,52 @@ def filled_query(keys: Sequence[str]) -> str:
     return f"has(object.data) && [{listed}].all(k, k in object.data && object.data[k] != '')"
 
 
-def withhold_until_created(obj: dict[str, Any], created: Callable[[], bool]) -> None:
-    """Drop a composed Object's Secret references until its remote Secret exists (step 1).
+def is_filler(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` is the filling Object of a projected Secret (step 2 above)."""
+    spec = obj.get("spec")
+    return isinstance(spec, dict) and spec.get("managementPolicies") == FILL_POLICIES
 
-    ``created`` is asked only of an Object that has references, so composing
+
+def is_holder(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` is the Object holding a projected Secret (step 1 above): what its
+    remote Secret holds is the filler's."""
+    spec = obj.get("spec")
+    return isinstance(spec, dict) and spec.get("managementPolicies") == HOLDER_POLICIES
+
+
+def holder_name(filler: str) -> str:
+    """The composition resource name of the holder of the Secret ``filler`` projects."""
+    return f"{filler}{HOLDER_SUFFIX}"
+
+
+def holder(filler: dict[str, Any]) -> dict[str, Any]:
+    """The Object that creates and deletes the Secret ``filler`` fills (step 1 above).
+
+    It is Ready once the Secret exists: whether it is filled is the filler's
+    readiness.
+    """
+    spec = filler["spec"]
+    manifest = spec["forProvider"]["manifest"]
+    keys = sorted((manifest.get("data") or {}).keys())
+    held: dict[str, Any] = {
+        "providerConfigRef": dict(spec["providerConfigRef"]),
+        "forProvider": {"manifest": with_empty_values(manifest, keys)},
+        "managementPolicies": list(HOLDER_POLICIES),
+        "readiness": dict(readiness.SUCCESSFUL_CREATE),
+    }
+    metadata = filler.get("metadata")
+    kept = dict(metadata) if isinstance(metadata, dict) else {}
+    return {**filler, "metadata": kept, "spec": held}
+
+
+def withhold_until_finalized(obj: dict[str, Any], finalized: Callable[[], bool]) -> None:
+    """Drop a filler's Secret references until it carries the provider's finalizer.
+
+    ``finalized`` is asked only of an Object that has references, so composing
     anything else costs one lookup.
     """
     spec = obj.get("spec")
-    if isinstance(spec, dict) and "references" in spec and not created():
+    if isinstance(spec, dict) and "references" in spec and not finalized():
         del spec["references"]
 
 
