@@ -246,6 +246,11 @@ def test_a_credential_is_patched_in_by_an_object_that_never_creates_it() -> None
     assert "references" not in first["spec"]
     holder = canary().desired[holder_name(key)]["spec"]
     assert holder["managementPolicies"] == ["Observe", "Create", "Delete"]
+    # Ready once the Secret exists: SuccessfulCreate would read the filler's values as drift.
+    assert holder["readiness"] == {
+        "policy": "DeriveFromCelQuery",
+        "celQuery": "has(object.metadata.name)",
+    }
     assert "references" not in holder
     assert holder["forProvider"] == first["spec"]["forProvider"]
     assert first["spec"]["forProvider"]["manifest"]["data"] == {"apiKey": ""}
@@ -284,9 +289,7 @@ def test_every_object_is_watched_since_the_route_reads_each_ones_status() -> Non
         "BackendSecurityPolicy",
         "Secret",
     }
-    unwatched = [k for k, obj in out.desired.items() if obj["spec"].get("watch") is not True]
-    # A credential's holder only creates and deletes it: nothing reads it back.
-    assert unwatched == [holder_name(endpoint_key("openai", "api-key"))]
+    assert [k for k, obj in out.desired.items() if obj["spec"].get("watch") is not True] == []
 
 
 # --- plans made by hand ------------------------------------------------------------------

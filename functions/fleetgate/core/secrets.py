@@ -60,6 +60,8 @@ PROVIDER_FINALIZER = "finalizer.managedresource.crossplane.io"
 FILL_POLICIES = ["Observe", "Update"]
 HOLDER_POLICIES = ["Observe", "Create", "Delete"]
 HOLDER_SUFFIX = "-holder"
+# Every stored object has a name: true of the remote Secret once it exists.
+EXISTS_QUERY = "has(object.metadata.name)"
 _VALUE_FIELDS = ("data", "stringData")
 _TO_DATA_KEY = re.compile(r"data\[([-._a-zA-Z0-9]+)\]")
 
@@ -131,8 +133,12 @@ def holder_name(filler: str) -> str:
 def holder(filler: dict[str, Any]) -> dict[str, Any]:
     """The Object that creates and deletes the Secret ``filler`` fills (step 1 above).
 
-    It is Ready once the Secret exists: whether it is filled is the filler's
-    readiness.
+    It is Ready once the Secret exists, by a query rather than the default
+    ``SuccessfulCreate``: provider-kubernetes reports that one Ready only
+    while the remote object is up to date with the Object (v1.2.1
+    internal/controller/namespaced/object/object.go:736-767), which a holder,
+    never updating, stops being as soon as its filler writes the values.
+    Whether the Secret is filled is the filler's readiness.
     """
     spec = filler["spec"]
     manifest = spec["forProvider"]["manifest"]
@@ -141,7 +147,8 @@ def holder(filler: dict[str, Any]) -> dict[str, Any]:
         "providerConfigRef": dict(spec["providerConfigRef"]),
         "forProvider": {"manifest": with_empty_values(manifest, keys)},
         "managementPolicies": list(HOLDER_POLICIES),
-        "readiness": dict(readiness.SUCCESSFUL_CREATE),
+        "readiness": readiness.query(EXISTS_QUERY),
+        "watch": True,
     }
     metadata = filler.get("metadata")
     kept = dict(metadata) if isinstance(metadata, dict) else {}
