@@ -207,16 +207,22 @@ class Versions(threading.Thread):
         self.since = cp.admin.resource_version(*fleet.OBJECT, namespace)
         self.seen: list[Obj] = []
         self.done = threading.Event()
+        self.failed: Exception | None = None
 
     def run(self) -> None:
-        while not self.done.is_set():
-            for obj in self.cp.admin.watch(*fleet.OBJECT, self.namespace, self.since, 5):
-                self.seen.append(obj)
-                self.since = obj["metadata"]["resourceVersion"]
+        try:
+            while not self.done.is_set():
+                for obj in self.cp.admin.watch(*fleet.OBJECT, self.namespace, self.since, 5):
+                    self.seen.append(obj)
+                    self.since = obj["metadata"]["resourceVersion"]
+        except Exception as err:  # reported by holding(), in the drill's thread
+            self.failed = err
 
     def holding(self, needles: dict[str, str], during: str) -> list[str]:
         self.done.set()
         self.join()
+        if self.failed is not None:
+            raise RuntimeError(f"the watch on Objects stopped {during}: {self.failed}")
         return sorted(
             {
                 f"Object {self.namespace}/{obj['metadata']['name']} (resourceVersion "

@@ -28,10 +28,12 @@ Each instance runs where its pod would see the same files and ports:
 Not run, so not checked: Envoy itself (no proxy ever connects to the xDS
 server); AI Gateway's extension server, which the configuration names as
 Envoy Gateway's extension manager (its module is not served by the Go
-module proxy). Envoy Gateway's calls to it fail and it logs them; the
-gateway-API translation, and so every status above, does not depend on them
-(the translator is best-effort, internal/xds/translator/translator.go:104-112,
-v1.8.3). The chart's topology-injector webhook is served but not registered
+module proxy). In its place a stand-in in the same network namespace
+refuses every hook at once (extension_refusal.py; the chroot's /etc/hosts
+gives the configured hostname the loopback address): Envoy Gateway would
+otherwise wait for the server forever and never publish an EnvoyPatchPolicy
+status. The gateway-API translation, and so every other status above, does
+not depend on the hooks. The chart's topology-injector webhook is served but not registered
 (no webhook configuration reaches a process outside the cluster network):
 certgen runs with ``--disable-topology-injector``, as the chart passes when
 the injector is off. The CRDs come from the pinned set (the chart's own, in
@@ -44,6 +46,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -54,6 +57,7 @@ from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj, mount_secret
 from e2e.controlplane.processes import Namespace, Supervisor
 from fleetgate.inference_cluster import stack
+from fleetgate.inference_cluster.stack import AIGW_EXTENSION_HOST, AIGW_EXTENSION_PORT
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = "github.com/envoyproxy/gateway"
@@ -151,6 +155,13 @@ def start(sup: Supervisor, workload: Cluster) -> None:
     root = _root(workload, objects)
     netns = Namespace(sup, f"{workload.name}-envoy-gateway")
     netns.forward(int(workload.server.rsplit(":", 1)[1]))
+    sup.start(
+        f"{workload.name}-ai-gateway-extension-refusal",
+        netns.argv(
+            [sys.executable, "-m", "e2e.controlplane.extension_refusal", str(AIGW_EXTENSION_PORT)]
+        ),
+        cwd=REPO,
+    )
     args, env = charts.container(objects, "Deployment", "envoy-gateway", "envoy-gateway")
     sup.start(
         f"{workload.name}-envoy-gateway",
@@ -202,8 +213,10 @@ def _root(workload: Cluster, objects: list[Obj]) -> Path:
         into.mkdir(parents=True, exist_ok=True)
         for key, text in config_map["data"].items():
             (into / key).write_text(text)
-    for folder in ("tmp", "var/lib"):
+    for folder in ("tmp", "var/lib", "etc"):
         (root / folder).mkdir(parents=True, exist_ok=True)
+    # Where the extension manager's configured hostname leads: the stand-in.
+    (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost {AIGW_EXTENSION_HOST}\n")
     token = kube.token_for(NAMESPACE, pod["serviceAccountName"])
     (root / "kubeconfig").write_text(workload.kubeconfig_text_for_token(token))
     image = root / "envoy-gateway"
