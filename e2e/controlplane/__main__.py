@@ -70,7 +70,10 @@ def run(command: str) -> int:
             converged = _apply_and_converge(st.cp, docs)
             print(fleet.kubectl(st.cp, "get", "ic,ig,md,me,ms,mr", "-A"))
             needles = fleet.secret_values(docs)
-            checks = [_at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles))]
+            checks = [
+                _at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles)),
+                _strict(fleet.loose_tiers(st.cp)),
+            ]
             figures = {**st.timings, **converged}
             checks += _secret_drills(st.cp, list(st.workloads.values()), needles, figures)
             checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
@@ -174,6 +177,12 @@ def _at_rest(when: str, hits: list[str]) -> bool:
     for hit in hits:
         print(f"  {hit}")
     return not hits
+
+
+def _strict(loose: list[str]) -> bool:
+    """Print whether Envoy Gateway made every ModelRoute's tiers strict; True if it did."""
+    print("\n".join(loose) or "every ModelRoute's tiers strict, by Envoy Gateway's status")
+    return not loose
 
 
 def _kubectl_wrapper(kubeconfig: Path) -> str:

@@ -196,6 +196,31 @@ LOSSES = [
 ]
 
 
+def _nudge_envoy_gateway(cluster: Cluster, loss: Loss) -> None:
+    """Touch the restored Secret (an annotation of this drill's own), so Envoy Gateway
+    reconciles once more.
+
+    Envoy Gateway v1.8.3 compares each new status with the object as its cache holds it
+    and skips the write when they are equal (internal/provider/kubernetes/
+    status_updater.go:96-110). provider-kubernetes makes the copy again within tens of
+    milliseconds, so the "secret does not exist" status written for the loss is often
+    not in that cache yet when the next reconcile computes Accepted again: the correct
+    status reads as unchanged, and the policy keeps reporting the Secret missing (the
+    gateway serves correctly) until Envoy Gateway reconciles for another reason. On a
+    quiet test plane nothing else comes. A Secret change is such a reason
+    (predicates.go:158-167 reconciles a Secret a SecurityPolicy references).
+    """
+    touched = {"fleetgate.dev/e2e-loss-drill": str(time.time())}
+    cluster.admin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": loss.secret, "namespace": loss.namespace, "annotations": touched},
+        },
+        manager="fleetgate-e2e-loss-drill",
+    )
+
+
 class Versions(threading.Thread):
     """Every version the API server writes of the Objects in one namespace, until stopped:
     a value saved into an Object is blanked by Crossplane's next apply within moments, so
@@ -265,6 +290,7 @@ def lose(loss: Loss, cp: Cluster, workloads: list[Cluster], needles: dict[str, s
         PROPAGATE_TIMEOUT_S,
         interval=1.0,
     )
+    _nudge_envoy_gateway(cluster, loss)
     fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
     hits = versions.holding(needles, f"while '{loss.name}'") + fleet.secrets_at_rest(cp, needles)
     return Outcome(loss.name, time.monotonic() - start, holders, hits)

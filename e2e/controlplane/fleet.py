@@ -113,6 +113,19 @@ def name_of(obj: Obj) -> str:
     return f"{obj['kind']} {where}{meta['name']}"
 
 
+def loose_tiers(cp: Cluster) -> list[str]:
+    """Each ModelRoute whose priority tiers Envoy Gateway did not make strict (its
+    StrictTiers condition, read from the EnvoyPatchPolicy status Envoy Gateway wrote)."""
+    loose = []
+    for route in cp.admin.list(API, "ModelRoute"):
+        cond = condition(route, "StrictTiers") or {}
+        if cond.get("status") != "True":
+            loose.append(
+                f"{name_of(route)}: StrictTiers {cond.get('status')} {cond.get('message', '')}"
+            )
+    return loose
+
+
 def not_converged(cp: Cluster) -> list[str]:
     """What still keeps the fleet from being converged, one line each; empty when it is."""
     problems = []
