@@ -9,7 +9,7 @@ exponent is about that dimension alone:
 * InferenceGateway: published clusters it resolves and copies CAs for (with
   8 TLS Secrets, the API maximum, and caller keys);
 * ModelService: backends composed, endpoints x serving gateways, up to 32
-  entries x 4 endpoints (the route's 128-backend cap) x 16 gateways;
+  entries x 4 endpoints (128 endpoints: each route full at its 16-backend cap) x 16 gateways;
 * ModelDeployment: clusters placed on, up to 100 clusters and 1024 replicas
   (the API maximum); engine and provider are set explicitly;
 * ModelEndpoint: keys in its credential Secret (it composes nothing, so its

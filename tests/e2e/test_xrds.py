@@ -89,3 +89,21 @@ def test_what_an_api_server_refuses_is_refused(
     out = xrdcheck(broken)
     assert out.returncode == 1, out.stdout + out.stderr
     assert fragment in out.stdout
+
+
+def test_a_model_routes_backends_fit_the_httproute_rule_ai_gateway_generates() -> None:
+    """AI Gateway copies a rule's backendRefs into one HTTPRoute rule, so the pinned
+    Gateway API CRD's limit there is the ModelRoute's (core/kinds/route.py)."""
+    xrd = yaml.safe_load((REPO / "apis" / "modelroutes" / "definition.yaml").read_text())
+    (version,) = xrd["spec"]["versions"]
+    ours = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["backends"]
+    crds = REPO / ".cache" / "crds" / "envoy-gateway"
+    (bundle,) = crds.glob("*/gateway-api-bundled/gatewayapi-crds.yaml")
+    (httproute,) = (
+        d
+        for d in yaml.safe_load_all(bundle.read_text())
+        if d and d["metadata"]["name"] == "httproutes.gateway.networking.k8s.io"
+    )
+    for served in httproute["spec"]["versions"]:
+        rule = served["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["rules"]
+        assert ours["maxItems"] <= rule["items"]["properties"]["backendRefs"]["maxItems"]

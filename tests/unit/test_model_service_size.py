@@ -21,7 +21,8 @@ from tests.support import xrd_field
 # gRPC's default maximum message size, which Crossplane and the SDK keep.
 MESSAGE_LIMIT = 4 * 1024 * 1024
 HEADROOM = MESSAGE_LIMIT * 2 // 3
-ENTRIES, PER_ENTRY, GATEWAYS = 32, 4, 16  # the largest: 128 backends behind 16 gateways
+# The largest: 128 endpoints selected, each route full, behind 16 gateways.
+ENTRIES, PER_ENTRY, GATEWAYS = 32, 4, 16
 
 LARGEST = [
     pytest.param(lambda: service(ENTRIES, PER_ENTRY, GATEWAYS), id="max"),
@@ -57,16 +58,18 @@ def test_every_call_fits_with_room_to_spare(build: Callable[[], Workload]) -> No
 
 
 def test_the_largest_workload_is_at_the_maxima_the_xrds_allow() -> None:
-    # A route's backends are capped at the ModelRoute's maxItems (an AIGatewayRoute
-    # rule's limit). The number of gateways serving a service has no such bound in
-    # spec: the largest workload's 16 stands for a large fleet.
+    # A route's backends are capped at the ModelRoute's maxItems (the HTTPRoute rule
+    # AI Gateway generates holds 16); the service still resolves every endpoint its
+    # entries select, so the largest workload selects more than fill each route. The
+    # number of gateways serving a service has no bound in spec: the largest
+    # workload's 16 stands for a large fleet.
     workload = service(ENTRIES, PER_ENTRY, GATEWAYS)
     endpoints = [o for o in workload.pool.objects if o["kind"] == "ModelEndpoint"]
     assert (
         len(workload.xr["spec"]["endpoints"])
         == (xrd_field("modelservices", "spec.endpoints")["maxItems"])
     )
-    assert len(endpoints) == xrd_field("modelroutes", "spec.backends")["maxItems"]
+    assert len(endpoints) >= xrd_field("modelroutes", "spec.backends")["maxItems"]
 
 
 def test_the_same_fleet_gives_the_same_bytes() -> None:

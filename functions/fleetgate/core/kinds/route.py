@@ -6,8 +6,11 @@ from pydantic import Field, model_validator
 
 from fleetgate.core.models import LONG_NAME_MAX, Composite, Duration, Model, Name, SecretKeyRef
 
-# An AIGatewayRoute rule holds at most 128 backendRefs.
-ROUTE_BACKENDS_MAX = 128
+# AI Gateway v1.1.0 copies an AIGatewayRoute rule's backendRefs into one rule of
+# the HTTPRoute it generates (internal/controller/ai_gateway_route.go:253-324), and a
+# Gateway API HTTPRoute rule holds at most 16 backendRefs (the pinned CRD), so a
+# rule of more is refused there although the AIGatewayRoute takes up to 128.
+ROUTE_BACKENDS_MAX = 16
 DNSLabel = Annotated[
     str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 ]
