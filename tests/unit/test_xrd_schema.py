@@ -326,7 +326,7 @@ BOUNDS: list[tuple[str, str, str, int]] = [
     ("ModelDeployment", "spec.template.metadata.labels", "maxProperties", 16),
     ("ModelDeployment", "spec.resources.gpu.count", "minimum", 0),
     ("ModelRoute", "spec.backends", "minItems", 1),
-    ("ModelRoute", "spec.backends", "maxItems", 128),
+    ("ModelRoute", "spec.backends", "maxItems", 16),
     ("ModelRoute", "spec.backends[].weight", "minimum", 1),
     ("ModelRoute", "spec.backends[].weight", "maximum", 1000000),
     ("ModelRoute", "spec.backends[].priority", "minimum", 0),
