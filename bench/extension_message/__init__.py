@@ -1,0 +1,1 @@
+"""The extension message benchmark: Envoy Gateway to AI Gateway, by services per gateway."""
