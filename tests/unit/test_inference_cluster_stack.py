@@ -81,6 +81,9 @@ VALUES = [
     # Key Secrets go with their Certificates: a re-registration never reuses a key.
     ("cert-manager", ("enableCertificateOwnerRef",), True),
     ("ai-gateway", ("controller", "logRequestHeaderAttributes"), "x-fleetgate-caller:caller"),
+    # The extension message past 4 MiB, on both ends (bench/extension_message).
+    ("ai-gateway", ("controller", "maxRecvMsgSize"), "33554432"),
+    ("envoy-gateway", ("config", "envoyGateway", "extensionManager", "maxMessageSize"), "32Mi"),
     ("envoy-gateway", ("config", "envoyGateway", "extensionApis", "enableBackend"), True),
     (
         "envoy-gateway",

@@ -56,6 +56,13 @@ EG_CONTROLLER: Final = "gateway.envoyproxy.io/gatewayclass-controller"
 # The AI Gateway controller serves Envoy Gateway's extension hooks here.
 AIGW_EXTENSION_HOST: Final = f"ai-gateway-controller.{AIGW_NAMESPACE}.svc.cluster.local"
 AIGW_EXTENSION_PORT: Final = 1063
+# The one gRPC message Envoy Gateway sends AI Gateway's extension server per
+# gateway translation grows with every route on the gateway, and both ends
+# default to 4 MiB: measured (bench/extension_message), that is ~480
+# ModelServices of 3 backends, ~120 of 16. Past it the gateway's xDS stops
+# updating (failOpen false). 32 MiB carries eight times as many.
+EXTENSION_MESSAGE_MAX_BYTES: Final = 32 * 1024 * 1024
+EXTENSION_MESSAGE_MAX: Final = f"{EXTENSION_MESSAGE_MAX_BYTES // 2**20}Mi"
 # Envoy AI Gateway copies this header into the dynamic-metadata key the fleet
 # gateways' usage records read the caller from.
 CALLER_METADATA_KEY: Final = "caller"
@@ -199,6 +206,9 @@ CHARTS: Final[tuple[Chart, ...]] = (
                                 "port": AIGW_EXTENSION_PORT,
                             }
                         },
+                        # Caps both directions on Envoy Gateway's side (internal/
+                        # extension/registry/extension_manager.go:391-401, v1.8.3).
+                        "maxMessageSize": EXTENSION_MESSAGE_MAX,
                     },
                 }
             }
@@ -229,7 +239,11 @@ CHARTS: Final[tuple[Chart, ...]] = (
             "controller": {
                 # Also replaces the default mapping (agent-session-id), which
                 # would record a header Fleetgate never sets.
-                "logRequestHeaderAttributes": f"{CALLER_HEADER}:{CALLER_METADATA_KEY}"
+                "logRequestHeaderAttributes": f"{CALLER_HEADER}:{CALLER_METADATA_KEY}",
+                # What its extension server takes from Envoy Gateway (cmd/controller/
+                # main.go:234-238, 464 at v1.1.0; the chart passes it on as
+                # --maxRecvMsgSize, templates/deployment.yaml:104-106).
+                "maxRecvMsgSize": str(EXTENSION_MESSAGE_MAX_BYTES),
             }
         },
     ),
