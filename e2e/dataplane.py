@@ -534,6 +534,76 @@ def failover_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
     return problems
 
 
+# --- xDS: who may call a model --------------------------------------------------------------
+
+API_KEY_AUTH = "envoy.filters.http.api_key_auth"
+RBAC = "envoy.filters.http.rbac"
+
+
+def _caller_values(predicate: Obj) -> list[str]:
+    """The exact caller-header values a predicate matches: one, or any of several (``orMatcher``).
+
+    Envoy Gateway writes one header's values as a single predicate, or as an
+    ``orMatcher`` over them (internal/xds/translator/authorization.go:611-637, v1.8.3).
+    """
+    single = predicate.get("singlePredicate")
+    if single is not None:
+        header = ((single.get("input") or {}).get("typedConfig") or {}).get("headerName")
+        exact = (single.get("valueMatch") or {}).get("exact")
+        return [exact] if header == CALLER_HEADER and exact is not None else []
+    either = (predicate.get("orMatcher") or {}).get("predicate") or []
+    return [value for p in either for value in _caller_values(p)]
+
+
+def caller_access_problems(
+    t: Translation, gateway: str, route: str, section: str, callers: list[str]
+) -> list[str]:
+    """Only ``callers`` reach the model route, and only after authentication named them.
+
+    The route's SecurityPolicy must be merged into the gateway's (so the route
+    keeps the gateway's API keys) and become a per-route RBAC config allowing
+    exactly ``callers`` by the caller header, denying the rest. On the listener
+    the RBAC filter must come after API-key authentication (which sets the
+    header). Envoy AI Gateway's extension server, absent here, puts its
+    ext_proc (which names the model and picks the route) before the first RBAC
+    filter (internal/extensionserver/post_translate_modify.go:1084-1130 at
+    v1.1.0), so the per-route config is the model's.
+    """
+    problems = []
+    policy = t.named("securityPolicies", route)
+    for ancestor in (policy.get("status") or {}).get("ancestors") or [{}]:
+        problems += _want(f"SecurityPolicy {route}", ancestor, "Accepted", "Merged")
+    filters = [
+        f.get("name")
+        for chain in _chains(listener(t, gateway, section) or {})
+        for f in _hcm(chain).get("httpFilters") or []
+    ]
+    if API_KEY_AUTH not in filters or RBAC not in filters:
+        problems.append(f"{gateway}/{section}: filters {filters}")
+    elif filters.index(API_KEY_AUTH) > filters.index(RBAC):
+        problems.append(f"{gateway}/{section}: RBAC runs before authentication: {filters}")
+    routes = list(_routes(t, gateway, route))
+    if not routes:
+        problems.append(f"route {route}: not in xDS")
+    for r in routes:
+        per_route = r.get("typedPerFilterConfig") or {}
+        if not (per_route.get(API_KEY_AUTH) or {}).get("credentials"):
+            problems.append(f"{r.get('name')}: the gateway's API keys are gone from the route")
+        matcher = ((per_route.get(RBAC) or {}).get("rbac") or {}).get("matcher") or {}
+        allowed = [
+            value
+            for m in (matcher.get("matcherList") or {}).get("matchers") or []
+            if m["onMatch"]["action"]["typedConfig"]["name"] == "ALLOW"
+            for value in _caller_values(m["predicate"])
+        ]
+        if allowed != callers:
+            problems.append(f"{r.get('name')}: allows {allowed}, not {callers}")
+        otherwise = ((matcher.get("onNoMatch") or {}).get("action") or {}).get("typedConfig")
+        if (otherwise or {}).get("action") != "DENY":
+            problems.append(f"{r.get('name')}: a caller not listed is not denied: {otherwise}")
+    return problems
+
+
 CHECKS = {
     "egctl: every listener, route, Backend and policy accepted and resolved": (
         lambda fleet, clusters: [p for c in clusters.values() for p in status_problems(c)]

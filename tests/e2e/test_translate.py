@@ -21,6 +21,7 @@ from e2e.dataplane import Cluster
 from e2e.fleet import Fleet, Obj, patch_applied, without_times
 from fleetgate.core import names
 from fleetgate.model_service.composer import compose
+from fleetgate.model_service.naming import CALLER_ACCESS_KEY
 from tests.support import request, run
 
 Check = Callable[[Fleet, dict[str, Cluster]], list[str]]
@@ -248,6 +249,56 @@ def _route_accepted(fleet: Fleet, cluster: Cluster, route: str) -> tuple[str, st
     observed["generated-route"]["status"]["atProvider"]["manifest"] = generated
     out = run(compose, request(fleet.xrs[key], observed=observed))
     return out.conditions["RouteAccepted"]
+
+
+def _with_access(fleet: Fleet, callers: list[str]) -> tuple[Obj, dataplane.Edit]:
+    """The public ModelRoute's caller policy for ``callers``, and an edit adding it."""
+    key = _public_model_route(fleet)
+    xr = copy.deepcopy(fleet.xrs[key])
+    xr["spec"]["access"] = {"callers": callers}
+    out = run(compose, request(xr, observed=fleet.composed[key]))
+    policy: Obj = out.desired[CALLER_ACCESS_KEY]["spec"]["forProvider"]["manifest"]
+
+    def edit(pc: str, objects: list[Obj]) -> list[Obj]:
+        return [*objects, policy] if pc == PUBLIC else objects
+
+    return policy, edit
+
+
+@pytest.mark.parametrize("callers", [["team-a"], [], [f"caller-{i:03d}" for i in range(300)]])
+def test_drill_a_restricted_model_admits_only_its_callers_after_authentication(
+    fleet: Fleet, clusters: dict[str, Cluster], callers: list[str]
+) -> None:
+    """Issue 32: the route's caller policy merges into the gateway's API-key policy."""
+    policy, edit = _with_access(fleet, callers)
+    drilled = dataplane.translate_fleet(fleet, edit)
+    route = _public_route(clusters)
+    assert translate._name(policy) == route
+    gateway = names.fleet_gateway("public")
+    assert (
+        dataplane.caller_access_problems(drilled[PUBLIC].result, gateway, route, "https", callers)
+        == []
+    )
+    # Nothing else on the gateway changed: every other fact still holds.
+    for check in dataplane.CHECKS.values():
+        assert check(fleet, drilled) == []
+
+
+def test_drill_the_access_check_sees_a_policy_that_replaces_authentication(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    """Without the merge the route-level policy takes the gateway's place: keys gone."""
+    policy, edit = _with_access(fleet, ["team-a"])
+    del policy["spec"]["mergeType"]
+    drilled = dataplane.translate_fleet(fleet, edit)
+    problems = dataplane.caller_access_problems(
+        drilled[PUBLIC].result,
+        names.fleet_gateway("public"),
+        _public_route(clusters),
+        "https",
+        ["team-a"],
+    )
+    assert any("API keys are gone" in p for p in problems), problems
 
 
 def test_the_settled_routes_read_accepted_through_egctls_statuses(

@@ -106,9 +106,12 @@ def gateway(
     client_ca: str | None = CLIENT_CA,
     failover: dict[str, Any] | None = None,
     tls: bool = False,
+    auth: bool = True,
     reachable: tuple[str, ...] = ("eu-1", "us-1"),
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {"clusterName": cluster}
+    if auth:
+        spec["auth"] = {"secretSelector": {"matchLabels": {"gateway": name}}}
     if tls:
         spec["hostname"] = f"{name}.example.com"
         spec["tls"] = {"certificateRefs": [{"name": f"{name}-tls"}]}

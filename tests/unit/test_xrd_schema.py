@@ -334,6 +334,9 @@ BOUNDS: list[tuple[str, str, str, int]] = [
     ("ModelRoute", "spec.backends[].port", "minimum", 1),
     ("ModelRoute", "spec.backends[].port", "maximum", 65535),
     ("ModelRoute", "spec.gateway.gatewayName", "maxLength", 63),
+    ("ModelService", "spec.access.callers", "maxItems", 256),
+    ("ModelService", "spec.access.groups", "maxItems", 64),
+    ("ModelRoute", "spec.access.callers", "maxItems", 4096),
 ]
 
 

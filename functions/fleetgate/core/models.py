@@ -86,17 +86,23 @@ if TYPE_CHECKING:
     )
     from fleetgate.core.kinds.route import (
         ROUTE_BACKENDS_MAX,
+        ROUTE_CALLERS_MAX,
         BackendTLS,
         DNSLabel,
         Hostname,
         ModelRoute,
         ModelRouteSpec,
+        RouteAccess,
         RouteBackend,
         RouteGateway,
     )
     from fleetgate.core.kinds.service import (
+        ACCESS_CALLERS_MAX,
+        ACCESS_GROUPS_MAX,
+        CallerName,
         ModelService,
         ModelServiceSpec,
+        ServiceAccess,
         ServiceEndpointEntry,
     )
 
@@ -246,9 +252,13 @@ def parse(model: type[C], data: Any, where: str) -> C:
 # a small module to import, and a function starts once per pod).
 # The names this module re-exports from the kinds' modules (for type checkers).
 __all__ = [
+    "ACCESS_CALLERS_MAX",
+    "ACCESS_GROUPS_MAX",
     "ROUTE_BACKENDS_MAX",
+    "ROUTE_CALLERS_MAX",
     "BackendTLS",
     "BufferLimit",
+    "CallerName",
     "Capacity",
     "ClusterCredentials",
     "ClusterGatewaySpec",
@@ -292,8 +302,10 @@ __all__ = [
     "ProviderSpec",
     "ResourceRequest",
     "RetryOn",
+    "RouteAccess",
     "RouteBackend",
     "RouteGateway",
+    "ServiceAccess",
     "ServiceEndpointEntry",
     "StackSpec",
     "TemplateMetadata",
@@ -329,9 +341,15 @@ _KINDS = {
     "InferenceGatewayStatus": "gateway",
     "InferenceGateway": "gateway",
     "ServiceEndpointEntry": "service",
+    "CallerName": "service",
+    "ACCESS_CALLERS_MAX": "service",
+    "ACCESS_GROUPS_MAX": "service",
+    "ServiceAccess": "service",
     "ModelServiceSpec": "service",
     "ModelService": "service",
     "ROUTE_BACKENDS_MAX": "route",
+    "ROUTE_CALLERS_MAX": "route",
+    "RouteAccess": "route",
     "DNSLabel": "route",
     "Hostname": "route",
     "BackendTLS": "route",

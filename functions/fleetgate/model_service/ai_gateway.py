@@ -22,6 +22,7 @@ from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
+    CALLER_ACCESS_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
     Service,
@@ -172,6 +173,48 @@ def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
     )
 
 
+# Envoy Gateway takes at most 256 values per header match of a principal
+# (api/v1alpha1/authorization_types.go:184-189, v1.8.3): longer lists are
+# split over rules, any of which allows.
+PRINCIPAL_VALUES_MAX: Final = 256
+
+
+def caller_access(service: Service, gateway: RouteGateway, callers: Sequence[str]) -> Manifest:
+    """Only the allowed callers reach the model: a policy on the HTTPRoute AI Gateway generates.
+
+    The caller is the identity the gateway's API-key authentication stamps in
+    ``x-fleetgate-caller`` (the gateway removes any the request brings).
+    ``StrategicMerge`` merges this into the gateway's own policy instead of
+    replacing it, so the route keeps its authentication (a route-level policy
+    without a merge type takes the Gateway's place: internal/gatewayapi/
+    securitypolicy.go:389-398, 440-441, 2579-2588 at v1.8.3). Everyone else is denied,
+    and with no caller nobody is allowed.
+    """
+    rules = [
+        {
+            "name": f"allowed-callers-{i // PRINCIPAL_VALUES_MAX}",
+            "action": "Allow",
+            "principal": {
+                "headers": [
+                    {"name": CALLER_HEADER, "values": list(callers[i : i + PRINCIPAL_VALUES_MAX])}
+                ]
+            },
+        }
+        for i in range(0, len(callers), PRINCIPAL_VALUES_MAX)
+    ]
+    route = ai_gateway_route_name(service, gateway.name)
+    return _manifest(
+        f"{ENVOY_GATEWAY}/v1alpha1",
+        "SecurityPolicy",
+        route,
+        spec={
+            "targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": route}],
+            "mergeType": "StrategicMerge",
+            "authorization": {"defaultAction": "Deny", **({"rules": rules} if rules else {})},
+        },
+    )
+
+
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """Where the endpoint is: always by name (``fqdn``), never by address."""
     spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": b.host, "port": b.port}}]}
@@ -238,9 +281,15 @@ def api_key_secret(service: Service, gateway: str, b: RouteBackend) -> Manifest:
 
 
 def model_route_objects(
-    service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]
+    service: Service,
+    gateway: RouteGateway,
+    backends: Sequence[RouteBackend],
+    callers: Sequence[str] | None = None,
 ) -> dict[str, Manifest]:
-    """Every Object composed onto the gateway's cluster, by composition resource name."""
+    """Every Object composed onto the gateway's cluster, by composition resource name.
+
+    ``callers``: who may call; None, anyone the gateway authenticates.
+    """
     gw = gateway.name
 
     def remote(manifest: Manifest, *, watch: bool | None = None) -> Manifest:
@@ -262,6 +311,8 @@ def model_route_objects(
         # serves), but its status is read back for StrictTiers.
         TIERS_KEY: remote(strict_tiers(service, gateway), watch=True),
     }
+    if callers is not None:
+        objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, callers))
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(

@@ -54,8 +54,18 @@ def _backend(plan: Planned) -> dict[str, Any]:
     return backend
 
 
-def model_route(service: Service, gateway: ServingGateway, planned: Sequence[Planned]) -> Manifest:
-    """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up."""
+def model_route(
+    service: Service,
+    gateway: ServingGateway,
+    planned: Sequence[Planned],
+    callers: Sequence[str] | None = None,
+) -> Manifest:
+    """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up.
+
+    ``callers``: who may call, resolved from the service's access; None, anyone
+    the gateway authenticates.
+    """
+    access = {} if callers is None else {"access": {"callers": list(callers)}}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -79,6 +89,7 @@ def model_route(service: Service, gateway: ServingGateway, planned: Sequence[Pla
                 **({"sectionName": HTTPS_LISTENER} if gateway.tls else {}),
             },
             "backends": [_backend(plan) for plan in planned],
+            **access,
         },
     }
 

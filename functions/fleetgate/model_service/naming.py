@@ -75,6 +75,7 @@ def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
 AI_GATEWAY_ROUTE_KEY: Final = "route"
 GENERATED_ROUTE_KEY: Final = "generated-route"
 TIERS_KEY: Final = "strict-tiers"
+CALLER_ACCESS_KEY: Final = "caller-access"
 
 
 def endpoint_key(endpoint: str, role: str) -> str:

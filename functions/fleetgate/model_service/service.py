@@ -12,10 +12,12 @@ and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from fleetgate.core.constants import API_VERSION
+from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import InferenceGateway, ModelService
 from fleetgate.core.reconcile import Reconcile, Selector
+from fleetgate.core.secrets import SecretKeys
+from fleetgate.model_service import access
 from fleetgate.model_service.model_route_manifest import (
     ACCEPTED,
     KIND,
@@ -36,11 +38,14 @@ from fleetgate.model_service.selection import (
     check_dialects,
     plan_backends,
     screen_endpoints,
+    selects,
     sort_gateways,
     wanted_credentials,
 )
 
 CONDITION = "RoutingReady"
+# Its reason while a gateway selecting the service may not serve it as configured.
+REFUSED = "GatewayWithoutAuth"
 GATEWAYS = "gateways"
 CLUSTERS = "clusters"
 
@@ -63,17 +68,20 @@ def compose(rec: Reconcile) -> None:
     screening = _screen_endpoints(rec, xr, service, inputs)
     if screening is None:
         return
-    serving, pending = sort_gateways(inputs.gateways, inputs.clusters, xr.metadata.labels)
-    if not _anything_to_route(rec, screening, serving, pending, len(inputs.gateways)):
+    callers = _resolve_access(rec, xr, inputs)
+    gateways = _sort_gateways(rec, xr, inputs, callers)
+    if not _anything_to_route(rec, screening, gateways, len(inputs.gateways)):
         return
-    routes, pending = _compose_routes(rec, service, serving, pending, screening)
-    _report(rec, routes, pending, screening)
+    routes, pending = _compose_routes(rec, service, gateways, screening, callers)
+    _report(rec, routes, pending, gateways.refused, screening)
 
 
 class Inputs(NamedTuple):
     gateways: list[InferenceGateway]
     clusters: Mapping[str, RoutingCluster]
     matched: list[list[SelectedEndpoint]]
+    # The Secrets of spec.access.groups found by each name (key names only).
+    groups: Mapping[str, list[SecretKeys]]
 
 
 def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Inputs | None:
@@ -99,11 +107,19 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
         )
         for i, entry in enumerate(xr.spec.endpoints)
     ]
+    groups = {
+        group: rec.require_secrets(
+            access.group_key(group),
+            Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE),
+        )
+        for group in (xr.spec.access.groups if xr.spec.access else ())
+    }
     waiting = [] if gateways is not None else ["InferenceGateways"]
     waiting += [] if clusters is not None else ["InferenceClusters"]
     entries = [str(i) for i, found in enumerate(matched) if found is None]
     if entries:
         waiting.append(f"the ModelEndpoints of spec.endpoints[{', '.join(entries)}]")
+    waiting += [f"Secret {SYSTEM_NAMESPACE}/{g}" for g, found in groups.items() if found is None]
     if gateways is None or clusters is None or waiting:
         _wait(rec, waiting)
         return None
@@ -114,7 +130,70 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
         refuse_duplicates(
             f"ModelEndpoints of spec.endpoints[{i}]", [e.metadata.name for e in found or []]
         )
-    return Inputs(gateways, clusters, [found or [] for found in matched])
+    return Inputs(
+        gateways,
+        clusters,
+        [found or [] for found in matched],
+        {group: found or [] for group, found in groups.items()},
+    )
+
+
+def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> list[str] | None:
+    """The callers every serving gateway allows, or None when the service restricts nobody."""
+    if xr.spec.access is None:
+        rec.condition(
+            access.CONDITION,
+            "True",
+            "Unrestricted",
+            "no spec.access: every caller a serving gateway authenticates may call",
+        )
+        return None
+    resolved = access.resolve(xr.spec.access, inputs.groups)
+    allowed = f"{len(resolved.callers)} callers may call"
+    if resolved.problems:
+        message = f"{'; '.join(resolved.problems)} ({allowed})"
+        rec.condition(access.CONDITION, "False", "CallersMissing", message)
+        rec.warning(message, "CallersMissing")
+    else:
+        rec.condition(access.CONDITION, "True", "Resolved", allowed)
+    return resolved.callers
+
+
+class Gateways(NamedTuple):
+    """The gateways selecting the service, sorted by what can be done with each."""
+
+    serving: list[ServingGateway]
+    # Not ready to serve it yet: each keeps the ModelRoute it has.
+    pending: list[PendingGateway]
+    # Never to serve it as things are: no ModelRoute.
+    refused: list[PendingGateway]
+
+
+def _sort_gateways(
+    rec: Reconcile, xr: ModelService, inputs: Inputs, callers: list[str] | None
+) -> Gateways:
+    """Serving, pending or refused.
+
+    Fail closed: a service that restricts its callers is never routed where
+    nobody is known. Without ``spec.auth`` a gateway authenticates no caller
+    (and removes any caller header a request brings), so an allow-list there
+    could only refuse everyone. Such gateways are refused: no ModelRoute.
+    """
+    refused = [
+        PendingGateway(
+            g.metadata.name,
+            "it authenticates no caller (no spec.auth) and this service restricts its callers "
+            "(spec.access)",
+        )
+        for g in inputs.gateways
+        if callers is not None and g.spec.auth is None and selects(g, xr.metadata.labels)
+    ]
+    for gateway in refused:
+        rec.warning(f"not routed on InferenceGateway {gateway.name}: {gateway.why}", REFUSED)
+    names = {g.name for g in refused}
+    candidates = [g for g in inputs.gateways if g.metadata.name not in names]
+    serving, pending = sort_gateways(candidates, inputs.clusters, xr.metadata.labels)
+    return Gateways(serving, pending, refused)
 
 
 def _screen_endpoints(
@@ -163,19 +242,21 @@ def _screen_endpoints(
 def _anything_to_route(
     rec: Reconcile,
     screening: Screening,
-    serving: Sequence[ServingGateway],
-    pending: Sequence[PendingGateway],
-    gateways: int,
+    gateways: Gateways,
+    selecting: int,
 ) -> bool:
     """False (and why) when there is no backend or no gateway: a route needs both."""
     if not screening.routable:
         _not_routed(rec, "NoReadyEndpoints", _no_endpoints_message(screening))
         return False
-    if not serving and not pending:
+    if not gateways.serving and not gateways.pending and gateways.refused:
+        _not_routed(rec, REFUSED, _refused_message(gateways.refused))
+        return False
+    if not gateways.serving and not gateways.pending:
         _not_routed(
             rec,
             "NoGatewaySelectsService",
-            f"none of the {gateways} InferenceGateways selects this service",
+            f"none of the {selecting} InferenceGateways selects this service",
         )
         return False
     return True
@@ -184,9 +265,9 @@ def _anything_to_route(
 def _compose_routes(
     rec: Reconcile,
     service: Service,
-    serving: Sequence[ServingGateway],
-    pending: Sequence[PendingGateway],
+    gateways: Gateways,
     screening: Screening,
+    callers: list[str] | None,
 ) -> tuple[dict[str, str | None], list[PendingGateway]]:
     """Every serving gateway gets a ModelRoute; a pending one keeps its own.
 
@@ -197,9 +278,9 @@ def _compose_routes(
     Returns, per serving gateway, why its route is not accepted yet (None once it is).
     """
     routes = {}
-    pending = list(pending)
+    pending = list(gateways.pending)
     plans: dict[frozenset[str], list[Planned]] = {}
-    for gateway in serving:
+    for gateway in gateways.serving:
         unreachable = gateway.unreachable(screening.routable)
         for r in unreachable:
             rec.warning(
@@ -219,7 +300,7 @@ def _compose_routes(
             plans[left_out] = plan_backends(usable)
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        route = model_route(service, gateway, plans[left_out])
+        route = model_route(service, gateway, plans[left_out], callers)
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(
@@ -228,7 +309,7 @@ def _compose_routes(
             "GatewayPending",
         )
         _carry_over(rec, model_route_key(waiting.name))
-    rec.set_status(gateways=[_gateway_status(g) for g in serving if g.name in routes])
+    rec.set_status(gateways=[_gateway_status(g) for g in gateways.serving if g.name in routes])
     return routes, pending
 
 
@@ -311,15 +392,27 @@ def _gateway_status(gateway: ServingGateway) -> dict[str, str]:
     return status
 
 
+def _refused_message(refused: Sequence[PendingGateway]) -> str:
+    return "; ".join(f"not routed on {g.name}: {g.why}" for g in refused)
+
+
 def _report(
     rec: Reconcile,
     routes: dict[str, str | None],
     pending: Sequence[PendingGateway],
+    refused: Sequence[PendingGateway],
     screening: Screening,
 ) -> None:
     waiting = [f"{g.name} ({g.why})" for g in pending]
     waiting += [f"{name} ({why})" for name, why in routes.items() if why]
     routed = f"{len(screening.routable)} of {screening.total} endpoints usable"
+    if refused:
+        # A choice of the platform's, not a step still to come: named first.
+        parts = [_refused_message(refused)]
+        parts += [f"pending on {'; '.join(waiting)}"] if waiting else []
+        rec.condition(CONDITION, "False", REFUSED, f"{'; '.join(parts)}; {routed}")
+        rec.allow_ready(False)
+        return
     if not waiting:
         names = ", ".join(routes)
         rec.condition(CONDITION, "True", "RoutesAccepted", f"accepted on {names}; {routed}")

@@ -4,7 +4,15 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from fleetgate.core.models import LONG_NAME_MAX, Composite, Duration, Model, Name, SecretKeyRef
+from fleetgate.core.models import (
+    LONG_NAME_MAX,
+    CallerName,
+    Composite,
+    Duration,
+    Model,
+    Name,
+    SecretKeyRef,
+)
 
 # AI Gateway v1.1.0 copies an AIGatewayRoute rule's backendRefs into one rule of
 # the HTTPRoute it generates (internal/controller/ai_gateway_route.go:253-324), and a
@@ -66,10 +74,25 @@ class RouteBackend(Model):
         return self
 
 
+# Callers named on the ModelService plus every key of its groups: at most 256
+# named and 64 Secrets of keys. Bounded so a route's policy stays small.
+ROUTE_CALLERS_MAX = 4096
+
+
+class RouteAccess(Model):
+    """The callers allowed on this route, resolved by the ModelService; empty, nobody."""
+
+    callers: Annotated[list[CallerName], Field(max_length=ROUTE_CALLERS_MAX)] = Field(
+        default_factory=list
+    )
+
+
 class ModelRouteSpec(Model):
     model: Annotated[str, Field(min_length=3, max_length=LONG_NAME_MAX)]
     gateway: RouteGateway
     backends: Annotated[list[RouteBackend], Field(min_length=1, max_length=ROUTE_BACKENDS_MAX)]
+    # Absent: every caller the gateway authenticates.
+    access: RouteAccess | None = None
 
     @model_validator(mode="after")
     def _one_backend_per_endpoint(self) -> Self:

@@ -1,0 +1,166 @@
+"""Who may call a model: ModelService.spec.access, resolved and enforced on every serving gateway.
+
+The ModelService resolves its callers (those named, and the keys of its groups'
+Secrets, read as key names only) into each ModelRoute; the ModelRoute composes
+a SecurityPolicy allowing exactly those on the HTTPRoute AI Gateway generates.
+What Envoy Gateway makes of that policy is checked by its own translator
+(tests/e2e/test_translate.py, e2e/dataplane.py).
+"""
+
+import copy
+from typing import Any
+
+import pytest
+
+from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.model_service.access import group_key
+from fleetgate.model_service.composer import compose
+from fleetgate.model_service.naming import (
+    CALLER_ACCESS_KEY,
+    ai_gateway_route_name,
+    model_route_key,
+)
+from tests.support import Outcome, request, run, secret
+from tests.support.model_service import (
+    CANARY,
+    SVC,
+    canary_fleet,
+    condition,
+    gateway,
+    manifest,
+    model_routes,
+    route_of,
+    routes_observed,
+)
+
+GROUP_VALUE = "fg-key-never-in-desired-state-31c9"
+
+
+def restricted(**access: Any) -> dict[str, Any]:
+    xr = copy.deepcopy(CANARY)
+    xr["spec"]["access"] = access
+    return xr
+
+
+def with_groups(**groups: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The canary fleet, plus each group's Secret holding those keys (or none: absent)."""
+    required = canary_fleet()
+    for name, keys in groups.items():
+        found = [secret(name, SYSTEM_NAMESPACE, dict.fromkeys(keys, GROUP_VALUE))]
+        required[group_key(name)] = found if keys else []
+    return required
+
+
+def callers(out: Outcome, gw: str = "public") -> list[str] | None:
+    access = model_routes(out)[gw]["spec"].get("access")
+    return None if access is None else access["callers"]
+
+
+def policy(out: Outcome, gw: str = "public") -> dict[str, Any]:
+    return manifest(route_of(out, gw), CALLER_ACCESS_KEY)
+
+
+def test_without_access_every_authenticated_caller_may_call() -> None:
+    out = run(compose, request(CANARY, required=canary_fleet()))
+    assert callers(out) is None
+    assert CALLER_ACCESS_KEY not in route_of(out).desired
+    assert out.conditions["AccessResolved"][:2] == ("True", "Unrestricted")
+
+
+def test_the_callers_named_and_every_key_of_each_group_may_call() -> None:
+    xr = restricted(callers=["team-a", "ci"], groups=["research-keys"])
+    out = run(compose, request(xr, required=with_groups(**{"research-keys": ["bob", "alice"]})))
+    assert out.fatal == []
+    assert callers(out) == ["alice", "bob", "ci", "team-a"]
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason, message) == ("True", "Resolved", "4 callers may call")
+    assert GROUP_VALUE not in str(out.rsp), "a group is read by its key names only"
+
+
+def test_the_policy_allows_exactly_those_callers_on_the_generated_route() -> None:
+    out = run(compose, request(restricted(callers=["team-a", "ci"]), required=canary_fleet()))
+    found = policy(out)
+    route = ai_gateway_route_name(SVC, "public")
+    assert (found["kind"], found["metadata"]["name"]) == ("SecurityPolicy", route)
+    assert found["spec"] == {
+        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route}],
+        # Merged into the gateway's API-key policy, never replacing it.
+        "mergeType": "StrategicMerge",
+        "authorization": {
+            "defaultAction": "Deny",
+            "rules": [
+                {
+                    "name": "allowed-callers-0",
+                    "action": "Allow",
+                    "principal": {"headers": [{"name": CALLER_HEADER, "values": ["ci", "team-a"]}]},
+                }
+            ],
+        },
+    }
+
+
+def test_access_with_nobody_listed_allows_nobody() -> None:
+    out = run(compose, request(restricted(), required=canary_fleet()))
+    assert callers(out) == []
+    assert policy(out)["spec"]["authorization"] == {"defaultAction": "Deny"}
+    assert out.conditions["AccessResolved"][:2] == ("True", "Resolved")
+
+
+def test_many_callers_are_split_over_rules_of_at_most_256() -> None:
+    keys = [f"caller-{i:04d}" for i in range(600)]
+    xr = restricted(callers=keys[:256], groups=["bulk"])
+    out = run(compose, request(xr, required=with_groups(bulk=keys[256:])))
+    rules = policy(out)["spec"]["authorization"]["rules"]
+    values = [r["principal"]["headers"][0]["values"] for r in rules]
+    assert [len(v) for v in values] == [256, 256, 88]
+    assert [v for chunk in values for v in chunk] == keys
+
+
+def test_a_missing_group_adds_nobody_and_says_which_field() -> None:
+    xr = restricted(callers=["ci"], groups=["research-keys", "gone"])
+    out = run(compose, request(xr, required=with_groups(**{"research-keys": ["bob"], "gone": []})))
+    assert out.fatal == []
+    assert callers(out) == ["bob", "ci"], "fail closed: the others still may, nobody else"
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "CallersMissing")
+    assert f"spec.access.groups[1]: Secret {SYSTEM_NAMESPACE}/gone not found" in message
+    assert any("spec.access.groups[1]" in w for w in out.warnings)
+
+
+def test_a_group_not_resolved_yet_changes_nothing() -> None:
+    xr = restricted(groups=["research-keys"])
+    composed = run(compose, request(xr, required=with_groups(**{"research-keys": ["bob"]})))
+    required = canary_fleet()  # the group's requirement not answered yet
+    observed = routes_observed(composed)
+    out = run(compose, request(xr, required=required, observed=observed))
+    assert condition(out)[:2] == ("False", "WaitingForResources")
+    assert f"Secret {SYSTEM_NAMESPACE}/research-keys" in condition(out)[2]
+    assert out.desired == composed.desired
+
+
+def test_a_gateway_without_auth_never_serves_a_restricted_service() -> None:
+    required = canary_fleet()
+    required["gateways"] = [gateway("public", "edge"), gateway("internal", "edge", auth=False)]
+    out = run(compose, request(restricted(callers=["ci"]), required=required))
+    assert set(out.desired) == {model_route_key("public")}, "no route where nobody is known"
+    status, reason, message = condition(out)
+    assert (status, reason) == ("False", "GatewayWithoutAuth")
+    assert "not routed on internal: it authenticates no caller (no spec.auth)" in message
+    assert out.composite_ready == "READY_FALSE"
+    assert any("InferenceGateway internal" in w for w in out.warnings)
+
+
+def test_only_gateways_without_auth_select_it_then_nothing_is_routed() -> None:
+    required = canary_fleet()
+    required["gateways"] = [gateway("internal", "edge", auth=False)]
+    out = run(compose, request(restricted(callers=["ci"]), required=required))
+    assert out.desired == {}
+    assert condition(out)[:2] == ("False", "GatewayWithoutAuth")
+
+
+@pytest.mark.parametrize("auth", [True, False])
+def test_an_unrestricted_service_is_routed_with_or_without_auth(auth: bool) -> None:
+    required = canary_fleet()
+    required["gateways"] = [gateway("public", "edge", auth=auth)]
+    out = run(compose, request(CANARY, required=required))
+    assert set(out.desired) == {model_route_key("public")}
