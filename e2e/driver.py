@@ -67,6 +67,9 @@ class Route:
     # controller generates one (the control plane's AI Gateway stand-in); None
     # in the emulation, which has no such controller.
     programmed: tuple[str, ...] | None = None
+    # Who may call the model here, from the SecurityPolicy on the route; None:
+    # every caller the gateway authenticates.
+    callers: tuple[str, ...] | None = None
 
     def hostnames(self) -> set[str]:
         return {b.hostname for b in self.backends} | set(self.programmed or ())
@@ -206,9 +209,31 @@ def routes_of(remote: list[Obj], gateways: dict[str, Obj]) -> list[Route]:
                 backends,
                 cluster=pc,
                 name=_name(route),
+                callers=_allowed_callers(remote, pc, _name(route)),
             )
         )
     return sorted(found, key=lambda r: (r.service, r.gateway))
+
+
+def _allowed_callers(remote: list[Obj], pc: str, route: str) -> tuple[str, ...] | None:
+    """The callers a SecurityPolicy on the HTTPRoute generated for ``route`` allows, if any."""
+    for m in remote:
+        targets = (m.get("spec") or {}).get("targetRefs") or []
+        if (
+            m["kind"] == "SecurityPolicy"
+            and m["_providerConfig"] == pc
+            and any(t.get("kind") == "HTTPRoute" and t.get("name") == route for t in targets)
+        ):
+            rules = (m["spec"].get("authorization") or {}).get("rules") or []
+            return tuple(
+                value
+                for rule in rules
+                if rule.get("action") == "Allow"
+                for header in (rule.get("principal") or {}).get("headers") or []
+                if header.get("name") == CALLER_HEADER
+                for value in header.get("values") or []
+            )
+    return None
 
 
 def trusted_bundle(remote: list[Obj]) -> str | None:

@@ -52,6 +52,8 @@ def table(found: list[Route]) -> str:
     for route in found:
         model = f"{route.service[1]}/{route.service[2]}"
         lines.append(f"{model}  via {route.gateway}  {route.url}")
+        if route.callers is not None:
+            lines.append(f"    callers: {', '.join(route.callers) or '(nobody)'}")
         for priority in sorted({b.priority for b in route.backends}):
             tier = [b for b in route.backends if b.priority == priority]
             lines.append(f"    priority {priority}:")
