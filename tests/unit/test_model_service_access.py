@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.core.models import ROUTE_CALLERS_MAX
 from fleetgate.model_service.access import group_key
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
@@ -164,3 +165,12 @@ def test_an_unrestricted_service_is_routed_with_or_without_auth(auth: bool) -> N
     required["gateways"] = [gateway("public", "edge", auth=auth)]
     out = run(compose, request(CANARY, required=required))
     assert set(out.desired) == {model_route_key("public")}
+
+
+def test_more_callers_than_a_route_holds_are_cut_and_said() -> None:
+    keys = [f"caller-{i:05d}" for i in range(ROUTE_CALLERS_MAX + 4)]
+    out = run(compose, request(restricted(groups=["bulk"]), required=with_groups(bulk=keys)))
+    assert callers(out) == keys[:ROUTE_CALLERS_MAX], "fail closed: the rest may not call"
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "CallersMissing")
+    assert f"more than {ROUTE_CALLERS_MAX}" in message
