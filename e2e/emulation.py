@@ -48,6 +48,9 @@ Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+# The line width the examples' YAML is written with (e2e.example_cas rewrites
+# the CAs in them, e2e.snapshots the observed state).
+EXAMPLE_WIDTH = 100
 
 COMPOSITION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
 # The one time this walk's controllers write: render stamps a fixed time too.

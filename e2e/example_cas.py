@@ -30,9 +30,9 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from e2e import pki, render
+from e2e.emulation import EXAMPLE_WIDTH
 
 PEM = re.compile(r"-----BEGIN CERTIFICATE-----\n.*?-----END CERTIFICATE-----", re.S)
-WIDTH = 100  # the line width the examples were written with
 # a PEM as a YAML block scalar writes it: every line at the same indentation
 INDENTED_PEM = re.compile(
     r"^(?P<indent>[ ]*)-----BEGIN CERTIFICATE-----\n(?:(?P=indent)[A-Za-z0-9+/=]+\n)*"
@@ -89,8 +89,8 @@ def rewritten(
     edited = INDENTED_PEM.sub(lambda m: in_place(m, renewed), text)
     if list(yaml.safe_load_all(edited[len(head) :])) == new_docs:
         return edited
-    if head + yaml.safe_dump_all(docs, sort_keys=False, width=WIDTH) == text:
-        return head + yaml.safe_dump_all(new_docs, sort_keys=False, width=WIDTH)
+    if head + yaml.safe_dump_all(docs, sort_keys=False, width=EXAMPLE_WIDTH) == text:
+        return head + yaml.safe_dump_all(new_docs, sort_keys=False, width=EXAMPLE_WIDTH)
     raise SystemExit(
         f"{path}: a CA outside a block scalar, not as PyYAML writes it; renew it by hand"
     )

@@ -233,12 +233,11 @@ class Fleet:
     # --- reading the result -------------------------------------------------------
 
     def remote(self, key: XRKey) -> list[Obj]:
-        """Every remote manifest an XR composed (through Objects), each once: a projected
-        Secret's holder holds what its filler writes."""
+        """Every remote manifest an XR composed (through Objects), each once."""
         out = []
         for obj in self.composed.get(key, {}).values():
-            manifest = obj.get("spec", {}).get("forProvider", {}).get("manifest")
-            if obj.get("kind") == "Object" and manifest and not is_holder(obj):
+            manifest = placed(obj)
+            if manifest is not None:
                 out.append(
                     {**manifest, "_providerConfig": obj["spec"]["providerConfigRef"]["name"]}
                 )
@@ -254,3 +253,15 @@ def print_pass(report: PassReport) -> None:
     width = max((len(r[0]) for r in report.rows), default=10)
     for xr, conditions, count in report.rows:
         print(f"   {xr:<{width}}  {count:>3} composed  {conditions}")
+
+
+def placed(obj: Obj) -> Obj | None:
+    """The manifest an Object places on its cluster; None for anything else.
+
+    A projected Secret's holder places nothing of its own: the Secret holds
+    what its filler writes.
+    """
+    if obj.get("kind") != "Object" or is_holder(obj):
+        return None
+    manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
+    return manifest or None

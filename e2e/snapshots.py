@@ -38,6 +38,7 @@ from crossplane.function import resource
 from e2e import emulation
 from e2e.emulation import (
     COMPOSITION_RESOURCE_NAME,
+    EXAMPLE_WIDTH,
     EXAMPLES,
     STATUS_NAMES,
     Example,
@@ -48,7 +49,6 @@ from e2e.emulation import (
 EXPECT_HEADER = "# What the tests check after rendering this example.\n"
 OBSERVED_HEADER = "# Composed resources as Crossplane observes them after the previous pass.\n"
 DEFAULT_WIDTH = 80  # PyYAML's
-EXAMPLE_WIDTH = 100  # what e2e/example_cas writes the examples holding CAs with
 UNBROKEN = 4096
 # Examples whose XR only the experimental CRD set validates; the same in process.
 EXPERIMENTAL_XR = "xr.experimental.yaml"

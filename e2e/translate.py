@@ -47,9 +47,8 @@ import yaml
 
 from e2e import functions
 from e2e.emulation import patched
-from e2e.fleet import Fleet, Obj
+from e2e.fleet import Fleet, Obj, placed
 from e2e.pki import KeyPair, ca, leaf
-from fleetgate.core.secrets import is_holder
 
 REPO = functions.REPO
 TOOLS_GO_MOD = REPO / "tools" / "egctl" / "go.mod"
@@ -117,14 +116,12 @@ def _manifest(obj: Obj) -> Obj | None:
     """The remote object an Object put on its cluster, as the cluster holds it.
 
     Observed-only objects (trust-manager's ConfigMaps) hold what their
-    controller wrote, which only the Object's status carries. The holder of a
-    projected Secret holds what its filler writes: it is left out.
+    controller wrote, which only the Object's status carries.
     """
-    spec = obj.get("spec") or {}
-    desired = (spec.get("forProvider") or {}).get("manifest")
-    if obj.get("kind") != "Object" or not desired or is_holder(obj):
+    desired = placed(obj)
+    if desired is None:
         return None
-    if spec.get("managementPolicies") == ["Observe"]:
+    if obj["spec"].get("managementPolicies") == ["Observe"]:
         observed = ((obj.get("status") or {}).get("atProvider") or {}).get("manifest")
         desired = observed or desired
     return {k: v for k, v in copy.deepcopy(desired).items() if k != "status"}

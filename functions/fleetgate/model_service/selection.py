@@ -8,7 +8,7 @@ without a word.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from pydantic import Field
 
@@ -100,32 +100,60 @@ def selects(gateway: InferenceGateway, service_labels: Mapping[str, str]) -> boo
     return all(service_labels.get(k) == v for k, v in selector.match_labels.items())
 
 
+class Gateways(NamedTuple):
+    """The gateways selecting the service, sorted by what can be done with each."""
+
+    serving: list[ServingGateway]
+    # Not ready to serve it yet: each keeps the ModelRoute it has.
+    pending: list[PendingGateway]
+    # Never to serve it as configured: no ModelRoute.
+    refused: list[PendingGateway]
+
+
+# Why a gateway without spec.auth never serves a service that restricts its callers.
+NO_AUTH: Final = (
+    "it authenticates no caller (no spec.auth) and this service restricts its callers (spec.access)"
+)
+
+
 def sort_gateways(
     gateways: Sequence[InferenceGateway],
     clusters: Mapping[str, RoutingCluster],
     service_labels: Mapping[str, str],
-) -> tuple[list[ServingGateway], list[PendingGateway]]:
-    """The gateways selecting the service, by name: serving, or pending with a reason."""
-    serving, pending = [], []
+    *,
+    restricted: bool = False,
+) -> Gateways:
+    """The gateways selecting the service, by name: serving, pending or refused, with a reason.
+
+    Fail closed: a service that restricts its callers (``restricted``) is never
+    routed where nobody is known. Without ``spec.auth`` a gateway authenticates
+    no caller (and removes any caller header a request brings), so an
+    allow-list there could only refuse everyone: refused.
+    """
+    found = Gateways([], [], [])
     for gateway in sorted(gateways, key=lambda g: g.metadata.name):
         if not selects(gateway, service_labels):
             continue
         name, cluster_name = gateway.metadata.name, gateway.spec.cluster_name
         cluster = clusters.get(cluster_name)
         provider_config = cluster.status.provider_config_ref.name if cluster else None
-        if cluster is None:
-            pending.append(PendingGateway(name, f"its InferenceCluster {cluster_name} not found"))
+        if restricted and gateway.spec.auth is None:
+            found.refused.append(PendingGateway(name, NO_AUTH))
+        elif cluster is None:
+            found.pending.append(
+                PendingGateway(name, f"its InferenceCluster {cluster_name} not found")
+            )
         elif not provider_config:
-            pending.append(
+            found.pending.append(
                 PendingGateway(name, f"its InferenceCluster {cluster_name} has no ProviderConfig")
             )
         elif not gateway.status.client_ca_certificate:
             # Backends to fleet-hosted endpoints present the gateway's client
             # certificate; until its CA is published that Secret may not
             # exist, and Envoy Gateway fails such a Backend closed.
-            pending.append(PendingGateway(name, "its client CA is not published yet"))
+            found.pending.append(PendingGateway(name, "its client CA is not published yet"))
         else:
-            serving.append(
+            found.serving.append(
                 ServingGateway(
                     name,
                     provider_config,
@@ -135,7 +163,7 @@ def sort_gateways(
                     reachable=frozenset(gateway.status.reachable_clusters),
                 )
             )
-    return serving, pending
+    return found
 
 
 # --- endpoints ---------------------------------------------------------------

@@ -27,6 +27,7 @@ from fleetgate.model_service.model_route_manifest import (
 )
 from fleetgate.model_service.naming import Service, model_route_key
 from fleetgate.model_service.selection import (
+    Gateways,
     PendingGateway,
     Planned,
     RoutingCluster,
@@ -38,7 +39,6 @@ from fleetgate.model_service.selection import (
     check_dialects,
     plan_backends,
     screen_endpoints,
-    selects,
     sort_gateways,
     wanted_credentials,
 )
@@ -159,41 +159,16 @@ def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> list[st
     return resolved.callers
 
 
-class Gateways(NamedTuple):
-    """The gateways selecting the service, sorted by what can be done with each."""
-
-    serving: list[ServingGateway]
-    # Not ready to serve it yet: each keeps the ModelRoute it has.
-    pending: list[PendingGateway]
-    # Never to serve it as things are: no ModelRoute.
-    refused: list[PendingGateway]
-
-
 def _sort_gateways(
     rec: Reconcile, xr: ModelService, inputs: Inputs, callers: list[str] | None
 ) -> Gateways:
-    """Serving, pending or refused.
-
-    Fail closed: a service that restricts its callers is never routed where
-    nobody is known. Without ``spec.auth`` a gateway authenticates no caller
-    (and removes any caller header a request brings), so an allow-list there
-    could only refuse everyone. Such gateways are refused: no ModelRoute.
-    """
-    refused = [
-        PendingGateway(
-            g.metadata.name,
-            "it authenticates no caller (no spec.auth) and this service restricts its callers "
-            "(spec.access)",
-        )
-        for g in inputs.gateways
-        if callers is not None and g.spec.auth is None and selects(g, xr.metadata.labels)
-    ]
-    for gateway in refused:
+    """Serving, pending or refused (selection.sort_gateways); each refusal also a warning."""
+    gateways = sort_gateways(
+        inputs.gateways, inputs.clusters, xr.metadata.labels, restricted=callers is not None
+    )
+    for gateway in gateways.refused:
         rec.warning(f"not routed on InferenceGateway {gateway.name}: {gateway.why}", REFUSED)
-    names = {g.name for g in refused}
-    candidates = [g for g in inputs.gateways if g.metadata.name not in names]
-    serving, pending = sort_gateways(candidates, inputs.clusters, xr.metadata.labels)
-    return Gateways(serving, pending, refused)
+    return gateways
 
 
 def _screen_endpoints(
