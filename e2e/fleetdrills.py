@@ -22,6 +22,7 @@ What "converged" means after each is decided from the documented behaviour
 """
 
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
@@ -333,9 +334,83 @@ def _service_gone(driver: Driver, key: XRKey, owned: set[Ref]) -> list[str]:
     return problems
 
 
+def access_restricted(
+    driver: Driver, namespace: str = "team-a", name: str = "chat", public: str = "public"
+) -> list[str]:
+    """A service's callers narrowed: only they on the gateway with auth, none where there is none.
+
+    Restricting ``chat`` (served by ``public``, which authenticates callers,
+    and by ``internal``, which does not) leaves it routed on ``public`` with
+    exactly those callers in its policy, accepted by Envoy Gateway (the
+    ModelRoute is Ready only once its SecurityPolicy is), and withdraws it
+    from ``internal`` (``GatewayWithoutAuth``). A caller removed is gone from
+    the policy; lifting the restriction routes it on both again.
+    """
+    key: XRKey = ("ModelService", namespace, name)
+    problems = []
+    for callers in (["team-a", "team-b"], ["team-a"]):
+        driver.patch_spec(key, {"access": {"callers": callers}})
+        problems += driver.settle(
+            f"{describe(key)} restricted to {', '.join(callers)}: only they on {public}",
+            partial(_restricted, driver, key, public, tuple(callers)),
+            tolerate=[key],
+        )
+    driver.patch_spec(key, {"access": None})
+    problems += driver.settle(
+        f"{describe(key)} open again: routed on every gateway selecting it",
+        lambda: _restricted(driver, key, public, None),
+    )
+    return problems
+
+
+def _restricted(
+    driver: Driver, key: XRKey, public: str, callers: tuple[str, ...] | None
+) -> list[str]:
+    """``key`` routed on ``public`` to exactly ``callers`` (None: to anyone) and, restricted,
+    on no gateway without auth, which its RoutingReady names."""
+    on = {r.gateway: r.callers for r in driver.routes() if r.service == key}
+    problems = []
+    if on.get(public, ()) != callers:
+        problems.append(f"{describe(key)} on {public} allows {on.get(public, 'no route')}")
+    open_gateways = sorted(
+        g for g, xr in _gateways(driver).items() if not (xr.get("spec") or {}).get("auth")
+    )
+    routed = sorted(set(on) & set(open_gateways))
+    if callers is not None and routed:
+        problems.append(f"{describe(key)} is restricted but routed on {', '.join(routed)}")
+    routing = _condition(driver.xrs().get(key), "RoutingReady")
+    if callers is not None and (
+        routing.get("reason") != "GatewayWithoutAuth"
+        or not all(g in str(routing.get("message")) for g in open_gateways)
+    ):
+        problems.append(f"{describe(key)} RoutingReady does not name {open_gateways}: {routing}")
+    route = next(
+        (
+            xr
+            for k, xr in driver.xrs().items()
+            if k[0] == "ModelRoute"
+            and k[1] == key[1]
+            and ((xr.get("metadata") or {}).get("labels") or {}).get(GATEWAY_LABEL) == public
+            and (xr.get("spec") or {}).get("model") == f"{key[1]}/{key[2]}"
+        ),
+        None,
+    )
+    ready = _condition(route, "Ready")
+    if ready.get("status") != "True":
+        problems.append(f"the ModelRoute of {describe(key)} on {public} is not Ready: {ready}")
+    return problems
+
+
+def _gateways(driver: Driver) -> dict[str, Obj]:
+    return {k[2]: xr for k, xr in driver.xrs().items() if k[0] == "InferenceGateway"}
+
+
 DRILLS: dict[str, Drill] = {
     "each deployment is spread over the clusters it could run on": spread,
     "a drained cluster leaves the routes; the other keeps serving": drain,
     "a deleted gateway is no longer trusted by the clusters; its objects go": gateway_deleted,
+    "only a restricted service's callers reach it, never through a gateway without auth": (
+        access_restricted
+    ),
     "a deleted ModelService takes its routes and objects, and nothing else": service_deleted,
 }

@@ -29,6 +29,8 @@ ROUTE_KINDS = [
     (AIGW, "AIServiceBackend"),
     (EG, "Backend"),
     (AIGW, "BackendSecurityPolicy"),
+    # Who may call a model: the policy on the HTTPRoute generated from its route.
+    (EG, "SecurityPolicy"),
 ]
 # What controllers on a workload cluster make for a remote object, found by owner
 # reference: the HTTPRoute and HTTPRouteFilters AI Gateway generates from a route.
