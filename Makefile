@@ -197,8 +197,10 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 .PHONY: e2e up down
 e2e: deps controlplane-bins packages $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
+## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
 up: deps controlplane-bins packages $(XP_CORE_BIN)
-	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up
+	$(if $(filter-out examples/fleet examples/fleet/,$(FLEET)),$(error FLEET=examples/fleet is the fleet make up can apply))
+	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up $(if $(FLEET),--fleet)
 down:
 	$(PY) -m e2e.controlplane down
 

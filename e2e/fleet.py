@@ -84,12 +84,9 @@ class Fleet:
 
     @classmethod
     def load(cls, folder: Path) -> "Fleet":
-        world_file = folder / "world.yaml"
-        world_spec = yaml.safe_load(world_file.read_text()) if world_file.exists() else {}
-        fleet = cls(World(load_balancers=world_spec.get("loadBalancers", {})))
+        """The fleet ``kubectl apply -f <folder>/`` applies, in the world beside it."""
+        fleet = cls(load_world(folder))
         for path in sorted(folder.glob("*.yaml")):
-            if path.name == "world.yaml":
-                continue
             for doc in yaml.safe_load_all(path.read_text()):
                 if doc:
                     fleet.apply(doc)
@@ -265,3 +262,15 @@ def placed(obj: Obj) -> Obj | None:
         return None
     manifest = ((obj.get("spec") or {}).get("forProvider") or {}).get("manifest")
     return manifest or None
+
+
+# What the stand-ins' simulated clouds hand out for a fleet, beside it in a
+# folder of its own: not a Kubernetes object, so out of ``kubectl apply -f <fleet>/``
+# (which reads no subfolder).
+WORLD_FILE = Path("world") / "world.yaml"
+
+
+def load_world(folder: Path) -> World:
+    path = folder / WORLD_FILE
+    spec = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    return World(load_balancers=spec.get("loadBalancers", {}))

@@ -2,12 +2,16 @@
 
 ``e2e`` starts everything, applies examples/fleet, waits for it to converge,
 prints what a user would look at, and stops everything (also on failure or
-Ctrl-C). ``up`` starts the same control plane in the background, registers the
-two workload clusters, and returns with a kubectl wrapper to use on it;
-``down`` stops it and removes its state.
+Ctrl-C). ``up`` starts the same control plane in the background, does the
+platform team's part (Fleetgate installed, the two workload clusters
+registered, the example's namespaces created; ``--fleet`` also applies the
+example) and prints the commands that apply the example fleet and watch it;
+``down`` stops it and removes its state. ``e2e`` applies the fleet with exactly
+the command ``up`` prints.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +22,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 from e2e import fleetcheck, fleetdrills
 from e2e.controlplane import (
@@ -32,11 +37,12 @@ from e2e.controlplane import (
 )
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"
 PID = STATE / "pid"
+# The inode of the control plane's network namespace: every process of it is there.
+NETNS = STATE / "netns"
 READY = STATE / "ready"
 RESULTS = REPO / ".cache" / "controlplane-figures.json"  # bench/results/ keeps a recorded run
 WORKLOADS = ["eu-west-1", "us-east-1"]
@@ -47,11 +53,13 @@ UP_TIMEOUT_S = 1200.0
 SETTLED_WINDOW_S = 120.0
 
 
-def run(command: str) -> int:
-    """Start the control plane in this process; ``e2e`` drives the fleet, ``serve`` waits."""
+def run(command: str, apply_fleet: bool = False) -> int:
+    """Start the control plane in this process; ``e2e`` drives the fleet, ``serve`` waits
+    (with ``apply_fleet``, once it applied the example fleet)."""
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)
     processes.isolate()
+    NETNS.write_text(str(_netns(os.getpid())))
     PID.write_text(str(os.getpid()))
     print("starting the control plane (logs in .cache/controlplane/logs):")
     with processes.Supervisor(STATE / "logs") as sup:
@@ -61,14 +69,13 @@ def run(command: str) -> int:
             for workload in st.workloads.values():
                 fleet.register(st.cp, workload)
                 workloads.start(sup, workload, the_world)
-            if command == "serve":
-                READY.write_text(_kubectl_wrapper(st.cp.admin_kubeconfig))
-                while True:
-                    sup.check()
-                    time.sleep(5)
             docs = fleet.documents()
-            converged = _apply_and_converge(st.cp, docs)
-            print(fleet.kubectl(st.cp, "get", "ic,ig,md,me,ms,mr", "-A"))
+            made = fleet.namespaces(st.cp, docs)
+            print(f"namespaces of examples/fleet created: {', '.join(made)}")
+            if command == "serve":
+                _serve(sup, st.cp, apply_fleet)
+            converged = _apply_and_converge(st.cp)
+            print(fleet.kubectl(st.cp, *fleet.WATCH))
             needles = fleet.secret_values(docs)
             checks = [
                 _at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles)),
@@ -111,11 +118,22 @@ def run(command: str) -> int:
     return 0
 
 
-def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> dict[str, float]:
-    """Apply the fleet, wait for it, print when each thing turned Ready; the figures."""
+def _serve(sup: processes.Supervisor, cp: Cluster, apply_fleet: bool) -> NoReturn:
+    """Say the control plane is ready (`make up` waits for that), then keep it running."""
+    if apply_fleet:
+        fleet.apply(cp)
+    READY.write_text(_kubectl_wrapper(cp.admin_kubeconfig))
+    while True:
+        sup.check()
+        time.sleep(5)
+
+
+def _apply_and_converge(cp: Cluster) -> dict[str, float]:
+    """Apply the fleet as `make up` says to, wait for it, print when each thing turned
+    Ready; the figures."""
     applied_at = time.time()
-    fleet.apply(cp, docs)
-    print("applied examples/fleet; waiting for it to converge:")
+    fleet.apply(cp)
+    print(f"applied examples/fleet: kubectl {' '.join(fleet.APPLY)}; waiting for it to converge:")
     took = fleet.converge(cp, CONVERGE_TIMEOUT_S)
     print(f"converged {took:.0f}s after the first apply; Ready at (s after it):")
     figures = {"seconds from the first apply to every service routed": round(took, 1)}
@@ -199,59 +217,128 @@ def _kubectl_wrapper(kubeconfig: Path) -> str:
     return str(wrapper)
 
 
-def up() -> int:
-    down()
+def _running() -> int | None:
+    """The pid of the control plane `make up` started, if it is still running (a pid the
+    system gave another process since is not: it is outside the plane's namespace)."""
+    try:
+        pid = int(PID.read_text())
+        netns = int(NETNS.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _netns(pid) == netns else None
+
+
+def up(apply_fleet: bool) -> int:
+    if _running() is not None and READY.exists():
+        print("the control plane is already up (make down stops it).")
+        print(_instructions(READY.read_text(), apply_fleet=False))
+        return 0
+    if STATE.exists():
+        down()  # what an earlier one left, after a crash
     STATE.mkdir(parents=True, exist_ok=True)
-    log = (STATE.parent / "controlplane-up.log").open("wb")
+    log_path = STATE.parent / "controlplane-up.log"
+    command = [sys.executable, "-m", "e2e.controlplane", "serve"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "e2e.controlplane", "serve"],
-        stdout=log,
+        [*command, *(["--fleet"] if apply_fleet else [])],
+        stdout=log_path.open("wb"),
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
         cwd=REPO,
     )
+    print("starting the control plane (a few minutes; log: .cache/controlplane-up.log)")
     deadline = time.monotonic() + UP_TIMEOUT_S
     while not READY.exists():
         if child.poll() is not None or time.monotonic() > deadline:
-            print((STATE.parent / "controlplane-up.log").read_text()[-4000:], file=sys.stderr)
+            print(log_path.read_text()[-4000:], file=sys.stderr)
+            print("the control plane did not come up: the log's end is above", file=sys.stderr)
             return 1
         time.sleep(2)
-    wrapper = READY.read_text()
-    print(
-        f"control plane up (log: .cache/controlplane-up.log). Use it with\n"
-        f"  {wrapper} get pkg\n"
-        f"  {wrapper} apply --server-side -f examples/fleet/10-secrets.yaml  # and so on\n"
-        f"  K=eu-west-1 {wrapper} get gateways -A   # a workload cluster\n"
-        "make down stops it."
-    )
+    print(_instructions(READY.read_text(), apply_fleet))
     return 0
 
 
+def _instructions(kubectl: str, apply_fleet: bool) -> str:
+    """What to run next on the control plane `make up` started (root: it joins a netns)."""
+    applied = (
+        "The example fleet is applied (as with the command below)."
+        if apply_fleet
+        else "Apply the example fleet:"
+    )
+    return "\n".join(
+        [
+            "Up: Fleetgate and its packages installed, workload clusters eu-west-1 and "
+            "us-east-1 registered (ClusterProviderConfigs), namespaces created.",
+            applied,
+            f"  {kubectl} {' '.join(fleet.APPLY)}",
+            "Watch it converge (about a minute), and see each XR's conditions:",
+            f"  {kubectl} {' '.join(fleet.WATCH)}",
+            f"  {kubectl} describe modelservice chat -n team-a",
+            "A workload cluster:",
+            f"  K=eu-west-1 {kubectl} get aigatewayroutes,securitypolicies -n fleetgate-system",
+            "make down stops it and removes its state.",
+        ]
+    )
+
+
+def _netns(pid: int | str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:  # gone meanwhile, or not ours to read
+        return None
+
+
+def _stragglers() -> list[int]:
+    """Processes still in the control plane's network namespace (after a crash, orphans)."""
+    try:
+        netns = int(NETNS.read_text())
+    except (FileNotFoundError, ValueError):
+        return []
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(p) == netns]
+
+
 def down() -> int:
-    if PID.exists():
-        pid = int(PID.read_text())
+    pid = _running()
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)  # it stops its processes itself
         try:
-            os.kill(pid, signal.SIGTERM)
             for _ in range(60):
                 os.kill(pid, 0)
                 time.sleep(0.5)
         except ProcessLookupError:
             pass
+    left = _stragglers()
+    for straggler in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(straggler, signal.SIGKILL)
+    if left:
+        print(f"stopped {len(left)} processes an earlier control plane left running")
+    existed = STATE.exists()
     shutil.rmtree(STATE, ignore_errors=True)
+    if pid is not None:
+        print("control plane stopped; its state removed")
+    elif existed:
+        print("no control plane was running; removed what one left")
+    else:
+        print("no control plane to stop")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("command", choices=["e2e", "up", "down", "serve"])
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="up: apply examples/fleet too (make up FLEET=examples/fleet)",
+    )
     args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress, live
     if args.command == "up":
-        return up()
+        return up(args.fleet)
     if args.command == "down":
         return down()
-    return run(args.command)
+    return run(args.command, apply_fleet=args.fleet)
 
 
 if __name__ == "__main__":

@@ -88,18 +88,37 @@ def documents(folder: Path = FLEET) -> list[Obj]:
     docs = [
         doc
         for path in sorted(folder.glob("*.yaml"))
-        if path.name != "world.yaml"
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     ]
     return sorted(docs, key=lambda d: d["kind"] != "Secret")  # stable: file order otherwise
 
 
-def apply(cp: Cluster, docs: list[Obj]) -> None:
-    for namespace in sorted({d["metadata"].get("namespace", "") for d in docs} - {""}):
+# What a user runs to apply the example fleet, as `make up` prints it (with its
+# kubectl wrapper) and as `make e2e` runs it: the same words.
+APPLY = ("apply", "--server-side", "-f", f"{FLEET.relative_to(REPO)}/")
+WATCH = ("get", "ic,ig,md,me,ms,mr", "-A")
+
+
+def namespaces(cp: Cluster, docs: list[Obj]) -> list[str]:
+    """Create the namespaces ``docs`` live in, as a platform team would first; their names."""
+    found = sorted({d["metadata"].get("namespace", "") for d in docs} - {""})
+    for namespace in found:
         cp.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    for doc in docs:
-        cp.admin.apply(doc, manager="kubectl")
+    return found
+
+
+def apply(cp: Cluster) -> None:
+    """Apply the example fleet with the command `make up` prints; raise if kubectl fails."""
+    done = subprocess.run(
+        [binary("kubectl"), f"--kubeconfig={cp.admin_kubeconfig}", *APPLY],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(APPLY)} failed: {done.stdout}{done.stderr}")
 
 
 def xrs(cp: Cluster) -> Iterator[Obj]:

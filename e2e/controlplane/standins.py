@@ -17,7 +17,7 @@ A cloud's load balancer controller
   Service of type LoadBalancer that Envoy Gateway provisions for a Gateway
   (labelled gateway.envoyproxy.io/owning-gateway-name, internal/gatewayapi/
   translator.go:36-41, v1.8.3): status.loadBalancer.ingress, one hostname or
-  IP, the address examples/fleet/world.yaml gives the cluster's load
+  IP, the address examples/fleet/world/world.yaml gives the cluster's load
   balancers (as the offline walk). Envoy Gateway copies it to the Gateway's
   status.addresses (internal/gatewayapi/status/gateway.go:224-240).
 Envoy AI Gateway v1.1.0

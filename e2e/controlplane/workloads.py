@@ -20,15 +20,13 @@ and the Bundle CRD comes from the pinned set like every other CRD.
 import functools
 from pathlib import Path
 
-import yaml
-
 from e2e import pki
 from e2e.controlplane import charts, envoygateway
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
 from e2e.controlplane.standins import Controllers
-from e2e.fleet import World
+from e2e.fleet import World, load_world
 from e2e.functions import free_port
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_cluster import stack
@@ -39,8 +37,7 @@ RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 
 
 def world() -> World:
-    spec = yaml.safe_load((REPO / "examples" / "fleet" / "world.yaml").read_text()) or {}
-    return World(load_balancers=spec.get("loadBalancers", {}))
+    return load_world(REPO / "examples" / "fleet")
 
 
 @functools.cache
