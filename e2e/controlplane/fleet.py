@@ -109,16 +109,8 @@ def namespaces(cp: Cluster, docs: list[Obj]) -> list[str]:
 
 
 def apply(cp: Cluster) -> None:
-    """Apply the example fleet with the command `make up` prints; raise if kubectl fails."""
-    done = subprocess.run(
-        [binary("kubectl"), f"--kubeconfig={cp.admin_kubeconfig}", *APPLY],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(APPLY)} failed: {done.stdout}{done.stderr}")
+    """Apply the example fleet with the command `make up` prints."""
+    kubectl(cp, *APPLY, check=True)
 
 
 def xrs(cp: Cluster) -> Iterator[Obj]:
@@ -222,13 +214,18 @@ def readiness_timeline(cp: Cluster, applied_at: float) -> list[tuple[float, str]
     return sorted(found)
 
 
-def kubectl(cluster: Cluster, *args: str) -> str:
+def kubectl(cluster: Cluster, *args: str, check: bool = False) -> str:
+    """What ``kubectl <args>`` says, errors included (printed as they are); with ``check``
+    a failure raises instead. Paths are the repository's, as a user types them."""
     done = subprocess.run(
         [binary("kubectl"), f"--kubeconfig={cluster.admin_kubeconfig}", *args],
         capture_output=True,
         text=True,
-        check=False,  # what kubectl says, errors included, is what is printed
+        check=False,
+        cwd=REPO,
     )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)} failed: {done.stdout}{done.stderr}")
     return done.stdout + done.stderr
 
 
