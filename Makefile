@@ -194,7 +194,7 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 	CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
 	ENVOY_GATEWAY=$(ENVOY_GATEWAY)
-.PHONY: e2e up down
+.PHONY: e2e up down routes
 e2e: deps controlplane-bins packages $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
 ## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
@@ -203,6 +203,9 @@ up: deps controlplane-bins packages $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up $(if $(FLEET),--fleet)
 down:
 	$(PY) -m e2e.controlplane down
+## routes: the routing table of the control plane make up started, read from its workload clusters
+routes:
+	$(PY) -m e2e.controlplane routes
 
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -44,6 +45,8 @@ PID = STATE / "pid"
 # The inode of the control plane's network namespace: every process of it is there.
 NETNS = STATE / "netns"
 READY = STATE / "ready"
+ROUTES = STATE / "routes"  # the routing table, written when `make routes` asks
+ROUTES_TIMEOUT_S = 30.0
 RESULTS = REPO / ".cache" / "controlplane-figures.json"  # bench/results/ keeps a recorded run
 WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 600.0
@@ -73,7 +76,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
             made = fleet.namespaces(st.cp, docs)
             print(f"namespaces of examples/fleet created: {', '.join(made)}")
             if command == "serve":
-                _serve(sup, st.cp, apply_fleet)
+                _serve(sup, ControlPlane(st.cp, st.workloads, docs), apply_fleet)
             converged = _apply_and_converge(st.cp)
             print(fleet.kubectl(st.cp, *fleet.WATCH))
             needles = fleet.secret_values(docs)
@@ -118,14 +121,24 @@ def run(command: str, apply_fleet: bool = False) -> int:
     return 0
 
 
-def _serve(sup: processes.Supervisor, cp: Cluster, apply_fleet: bool) -> NoReturn:
-    """Say the control plane is ready (`make up` waits for that), then keep it running."""
+def _serve(sup: processes.Supervisor, driver: ControlPlane, apply_fleet: bool) -> NoReturn:
+    """Say the control plane is ready (`make up` waits for that), then keep it running.
+
+    Asked by SIGUSR1 (`make routes`), it writes the routing table the workload
+    clusters hold: it is the one process inside the plane that can read them.
+    """
     if apply_fleet:
-        fleet.apply(cp)
-    READY.write_text(_kubectl_wrapper(cp.admin_kubeconfig))
+        fleet.apply(driver.cp)
+    asked = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: asked.set())
+    _wrappers()
+    READY.touch()
     while True:
         sup.check()
-        time.sleep(5)
+        if asked.wait(timeout=5):
+            asked.clear()
+            table = fleetcheck.table(driver.routes()) or "(no model is routed)"
+            ROUTES.write_text(table + "\n")
 
 
 def _apply_and_converge(cp: Cluster) -> dict[str, float]:
@@ -203,18 +216,27 @@ def _strict(loose: list[str]) -> bool:
     return not loose
 
 
-def _kubectl_wrapper(kubeconfig: Path) -> str:
-    """A kubectl that runs inside the control plane's network namespace; its path."""
-    wrapper = STATE / "kubectl"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        "# kubectl on the Fleetgate e2e control plane (make up); K=eu-west-1 or K=us-east-1\n"
-        "# talks to a workload cluster instead. Needs root: it joins a network namespace.\n"
-        f"exec nsenter --net=/proc/$(cat {PID})/ns/net {binary('kubectl')} \\\n"
-        f'  --kubeconfig={STATE}/${{K:-control-plane}}/admin.kubeconfig "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return str(wrapper)
+# The commands `make up` leaves beside its state, each run inside the control
+# plane's network namespace (root: nsenter) on its admin kubeconfig;
+# K=eu-west-1 or K=us-east-1 points one at a workload cluster instead.
+WRAPPED = ("kubectl", "crossplane")  # the pinned kubectl, and the Crossplane CLI
+WRAPPERS = STATE / "bin"
+SHOWN = WRAPPERS.relative_to(REPO)  # as the user, in the checkout, types it
+
+
+def _wrappers() -> None:
+    config = f"{STATE}/${{K:-control-plane}}/admin.kubeconfig"
+    enter = f"nsenter --net=/proc/$(cat {PID})/ns/net"
+    WRAPPERS.mkdir(exist_ok=True)
+    for name in WRAPPED:
+        wrapper = WRAPPERS / name
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"# {name} on the Fleetgate control plane of make up (K=eu-west-1: a workload\n"
+            "# cluster). Needs root: it joins the plane's network namespace.\n"
+            f'KUBECONFIG={config} exec {enter} {Path(binary(name)).resolve()} "$@"\n'
+        )
+        wrapper.chmod(0o755)
 
 
 def _running() -> int | None:
@@ -231,7 +253,7 @@ def _running() -> int | None:
 def up(apply_fleet: bool) -> int:
     if _running() is not None and READY.exists():
         print("the control plane is already up (make down stops it).")
-        print(_instructions(READY.read_text(), apply_fleet=False))
+        print(_instructions(apply_fleet=False))
         return 0
     if STATE.exists():
         down()  # what an earlier one left, after a crash
@@ -254,12 +276,13 @@ def up(apply_fleet: bool) -> int:
             print("the control plane did not come up: the log's end is above", file=sys.stderr)
             return 1
         time.sleep(2)
-    print(_instructions(READY.read_text(), apply_fleet))
+    print(_instructions(apply_fleet))
     return 0
 
 
-def _instructions(kubectl: str, apply_fleet: bool) -> str:
+def _instructions(apply_fleet: bool) -> str:
     """What to run next on the control plane `make up` started (root: it joins a netns)."""
+    kubectl, crossplane = (SHOWN / name for name in WRAPPED)
     applied = (
         "The example fleet is applied (as with the command below)."
         if apply_fleet
@@ -273,7 +296,9 @@ def _instructions(kubectl: str, apply_fleet: bool) -> str:
             f"  {kubectl} {' '.join(fleet.APPLY)}",
             "Watch it converge (about a minute), and see each XR's conditions:",
             f"  {kubectl} {' '.join(fleet.WATCH)}",
-            f"  {kubectl} describe modelservice chat -n team-a",
+            f"  {crossplane} beta trace modelservice chat -n team-a",
+            "The routing table the workload clusters hold (as make render prints it):",
+            "  make routes",
             "A workload cluster:",
             f"  K=eu-west-1 {kubectl} get aigatewayroutes,securitypolicies -n fleetgate-system",
             "make down stops it and removes its state.",
@@ -295,6 +320,24 @@ def _stragglers() -> list[int]:
     except (FileNotFoundError, ValueError):
         return []
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns(p) == netns]
+
+
+def routes() -> int:
+    """Print the routing table the running control plane's workload clusters hold."""
+    pid = _running()
+    if pid is None or not READY.exists():
+        print("no control plane is up: make up starts one")
+        return 1
+    before = ROUTES.stat().st_mtime_ns if ROUTES.exists() else 0
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + ROUTES_TIMEOUT_S
+    while not ROUTES.exists() or ROUTES.stat().st_mtime_ns == before:
+        if time.monotonic() > deadline:
+            print(f"the control plane wrote no routing table in {ROUTES_TIMEOUT_S:.0f}s")
+            return 1
+        time.sleep(0.2)
+    print(ROUTES.read_text(), end="")
+    return 0
 
 
 def down() -> int:
@@ -326,7 +369,7 @@ def down() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("command", choices=["e2e", "up", "down", "serve"])
+    parser.add_argument("command", choices=["e2e", "up", "down", "routes", "serve"])
     parser.add_argument(
         "--fleet",
         action="store_true",
@@ -338,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         return up(args.fleet)
     if args.command == "down":
         return down()
+    if args.command == "routes":
+        return routes()
     return run(args.command, apply_fleet=args.fleet)
 
 
