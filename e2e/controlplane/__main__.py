@@ -85,7 +85,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
                 _strict(fleet.loose_tiers(st.cp)),
             ]
             figures = {**st.timings, **converged}
-            checks += _secret_drills(st.cp, list(st.workloads.values()), needles, figures)
+            checks += _secret_drills(sup, st, needles, figures)
             checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
             for refusal in refusals.refusals(st.cp, docs):
                 problem = refusals.attempt(st.cp, refusal)
@@ -160,12 +160,20 @@ def _apply_and_converge(cp: Cluster) -> dict[str, float]:
 
 
 def _secret_drills(
-    cp: Cluster, workloads: list[Cluster], needles: dict[str, str], figures: dict[str, float]
+    sup: processes.Supervisor, st: stack.Stack, needles: dict[str, str], figures: dict[str, float]
 ) -> list[bool]:
     """Each Secret edit and each loss of a copy (e2e/controlplane/drills.py), then the search."""
+    cp, workloads = st.cp, list(st.workloads.values())
+
+    def restart_envoy_gateway(cluster: str) -> object:
+        return sup.restart(f"{cluster}-envoy-gateway")
+
     performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
         *((d.name, partial(drills.run, d, cp, workloads, needles)) for d in drills.DRILLS),
-        *((d.name, partial(drills.lose, d, cp, workloads, needles)) for d in drills.LOSSES),
+        *(
+            (d.name, partial(drills.lose, d, cp, workloads, needles, restart_envoy_gateway))
+            for d in drills.LOSSES
+        ),
     ]
     checks = []
     for name, perform in performed:

@@ -56,6 +56,10 @@ class Process:
     popen: subprocess.Popen[bytes]
     log: Path
     restarted_elsewhere: bool = False  # a controller of ours restarts it, as a kubelet would
+    # As started, to start it again.
+    argv: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    cwd: Path | None = None
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -110,9 +114,17 @@ class Supervisor:
                 cwd=cwd,
                 start_new_session=True,  # a terminal's Ctrl-C reaches us, and we stop them
             )
-        proc = Process(name, popen, log, restarted_elsewhere)
+        proc = Process(name, popen, log, restarted_elsewhere, list(argv), env, cwd)
         self.processes.append(proc)
         return proc
+
+    def restart(self, name: str) -> Process:
+        """Stop the process ``name`` and start it again as it was: a pod deleted and made again."""
+        (proc,) = [p for p in self.processes if p.name == name]
+        self.stop(proc)
+        return self.start(
+            name, proc.argv, proc.env, proc.cwd, restarted_elsewhere=proc.restarted_elsewhere
+        )
 
     def check(self) -> None:
         """Fail, with its last log lines, when any process has exited."""
