@@ -17,7 +17,11 @@ from e2e import translate
 from e2e.fleet import Fleet, Obj
 from e2e.translate import Translation
 from fleetgate.core import names
-from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.core.constants import (
+    AI_GATEWAY_METADATA_NAMESPACE,
+    CALLER_HEADER,
+    SYSTEM_NAMESPACE,
+)
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
@@ -601,6 +605,107 @@ def caller_access_problems(
         otherwise = ((matcher.get("onNoMatch") or {}).get("action") or {}).get("typedConfig")
         if (otherwise or {}).get("action") != "DENY":
             problems.append(f"{r.get('name')}: a caller not listed is not denied: {otherwise}")
+    return problems
+
+
+# --- xDS: how much each caller may use -----------------------------------------------------
+
+RATE_LIMIT = "envoy.filters.http.ratelimit"
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One rate limit Envoy applies on a route, as a caller governance rule reads it."""
+
+    domain: str
+    # The caller pattern a narrowed limit matches first (None: every caller).
+    pattern: str | None
+    # What each request adds: "1" (requests), "0" (checked only) or the metadata
+    # key counted as the response ends.
+    adds: str
+
+
+def route_rate_limits(t: Translation, gateway: str, route: str) -> list[Counted]:
+    """The rate limits on ``route``'s xDS routes that count per caller, in order.
+
+    Envoy Gateway puts a route's own rules under the listener's rate-limit
+    filter and each shared (Gateway) policy's under a filter of its own
+    (internal/xds/translator/ratelimit.go:173-330 at v1.8.3): both are read.
+    """
+    found = []
+    for r in _routes(t, gateway, route):
+        for name, config in sorted((r.get("typedPerFilterConfig") or {}).items()):
+            if not name.startswith(RATE_LIMIT):
+                continue
+            for limit in config.get("rateLimits") or []:
+                actions = limit.get("actions") or []
+                per_caller = any(
+                    (a.get("requestHeaders") or {}).get("headerName") == CALLER_HEADER
+                    for a in actions
+                )
+                if not per_caller:
+                    continue
+                patterns = [
+                    h["stringMatch"]["safeRegex"]["regex"]
+                    for a in actions
+                    for h in (a.get("headerValueMatch") or {}).get("headers") or []
+                    if h.get("name") == CALLER_HEADER
+                ]
+                hits = limit.get("hitsAddend") or {}
+                adds = str(hits.get("number", "1"))
+                if limit.get("applyOnStreamDone"):
+                    adds = (
+                        str(hits.get("format", ""))
+                        .removeprefix(f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:")
+                        .removesuffix(")%")
+                    )
+                found.append(Counted(config["domain"], patterns[0] if patterns else None, adds))
+    return found
+
+
+def expected_rate_limits(domain: str, rules: list[Obj]) -> list[Counted]:
+    """What ``rules`` (a BackendTrafficPolicy's global rules) must become on a route."""
+    expected = []
+    for rule in rules:
+        headers = rule["clientSelectors"][0]["headers"]
+        pattern = next((h["value"] for h in headers if h["type"] == "RegularExpression"), None)
+        response = (rule.get("cost") or {}).get("response")
+        if response is None:
+            expected.append(Counted(domain, pattern, "1"))
+        else:
+            # Checked as the request arrives, counted as the response ends.
+            expected.append(Counted(domain, pattern, "0"))
+            expected.append(Counted(domain, pattern, response["metadata"]["key"]))
+    return expected
+
+
+def rate_limit_problems(
+    t: Translation, gateway: str, route: str, section: str, expected: list[Counted]
+) -> list[str]:
+    """The route counts each caller as ``expected``, after authentication named the caller.
+
+    Every BackendTrafficPolicy must be accepted (the route's merged into the
+    gateway's, so retries and outlier detection stay: the other checks say
+    so); on the listener every rate-limit filter must come after API-key
+    authentication, which sets the caller header the counters are keyed by.
+    """
+    problems = []
+    for policy in t.objects("backendTrafficPolicies"):
+        for ancestor in (policy.get("status") or {}).get("ancestors") or [{}]:
+            problems += _want(f"BackendTrafficPolicy {_name(policy)}", ancestor, "Accepted")
+    filters = [
+        str(f.get("name"))
+        for chain in _chains(listener(t, gateway, section) or {})
+        for f in _hcm(chain).get("httpFilters") or []
+    ]
+    limiting = [i for i, f in enumerate(filters) if f.startswith(RATE_LIMIT)]
+    if API_KEY_AUTH not in filters or not limiting:
+        problems.append(f"{gateway}/{section}: filters {filters}")
+    elif filters.index(API_KEY_AUTH) > min(limiting):
+        problems.append(f"{gateway}/{section}: a rate limit runs before authentication: {filters}")
+    found = route_rate_limits(t, gateway, route)
+    if sorted(found, key=repr) != sorted(expected, key=repr):
+        problems.append(f"route {route}: counts {found}, not {expected}")
     return problems
 
 

@@ -13,12 +13,13 @@ manifests, by the same code for both.
 import copy
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, NamedTuple, Protocol
 
 from e2e.emulation import merge_patch
 from e2e.fleet import Fleet, Obj, XRKey, fingerprint
-from fleetgate.core import names
-from fleetgate.core.constants import CALLER_HEADER
+from fleetgate.core import governance, names
+from fleetgate.core.constants import CALLER_HEADER, TOTAL_TOKENS_KEY
 
 Check = Callable[[], list[str]]
 MODEL_HEADER = "x-ai-eg-model"
@@ -70,6 +71,9 @@ class Route:
     # Who may call the model here, from the SecurityPolicy on the route; None:
     # every caller the gateway authenticates.
     callers: tuple[str, ...] | None = None
+    # How much each caller may use here: the route's own limits, then the
+    # gateway's (shared by its routes), each as a sentence.
+    limits: tuple[str, ...] = ()
 
     def hostnames(self) -> set[str]:
         return {b.hostname for b in self.backends} | set(self.programmed or ())
@@ -210,9 +214,48 @@ def routes_of(remote: list[Obj], gateways: dict[str, Obj]) -> list[Route]:
                 cluster=pc,
                 name=_name(route),
                 callers=_allowed_callers(remote, pc, _name(route)),
+                limits=_limits(remote, pc, _name(route), parent),
             )
         )
     return sorted(found, key=lambda r: (r.service, r.gateway))
+
+
+# What a rule's response cost counts, by metadata key, and its unit's size.
+_COUNTED = {key: ("cost", scale) for scale, key in governance.COST_KEYS.items()} | {
+    TOTAL_TOKENS_KEY: ("tokens", 1)
+}
+
+
+def _limit(rule: Obj) -> str:
+    """A rate-limit rule as a sentence: how much, per what, for whom."""
+    amount = int(rule["limit"]["requests"])
+    key = (((rule.get("cost") or {}).get("response") or {}).get("metadata") or {}).get("key")
+    what, scale = _COUNTED.get(str(key), ("requests", 1))
+    shown = f"{Decimal(amount) / scale:f}" if scale > 1 else str(amount)
+    how_much = f"cost {shown}" if what == "cost" else f"{shown} {what}"
+    headers = (rule.get("clientSelectors") or [{}])[0].get("headers") or []
+    pattern = next((h["value"] for h in headers if h.get("type") == "RegularExpression"), None)
+    who = (
+        "each caller"
+        if pattern is None
+        else "each of " + ", ".join(pattern[2:-2].replace("\\.", ".").split("|"))
+    )
+    where = " across the gateway" if rule.get("shared") else ""
+    return f"{how_much}/{rule['limit']['unit']} for {who}{where}"
+
+
+def _limits(remote: list[Obj], pc: str, route: str, gateway: str) -> tuple[str, ...]:
+    """The limits on ``route``: its own policy's, then its gateway's."""
+    found = []
+    for target in (("HTTPRoute", route), ("Gateway", gateway)):
+        for m in remote:
+            targets = (m.get("spec") or {}).get("targetRefs") or []
+            if m["kind"] != "BackendTrafficPolicy" or m["_providerConfig"] != pc:
+                continue
+            if any((t.get("kind"), t.get("name")) == target for t in targets):
+                rules = ((m["spec"].get("rateLimit") or {}).get("global") or {}).get("rules")
+                found += [_limit(rule) for rule in rules or []]
+    return tuple(found)
 
 
 def _allowed_callers(remote: list[Obj], pc: str, route: str) -> tuple[str, ...] | None:

@@ -54,6 +54,8 @@ def table(found: list[Route]) -> str:
         lines.append(f"{model}  via {route.gateway}  {route.url}")
         if route.callers is not None:
             lines.append(f"    callers: {', '.join(route.callers) or '(nobody)'}")
+        for limit in route.limits:
+            lines.append(f"    limit: {limit}")
         for priority in sorted({b.priority for b in route.backends}):
             tier = [b for b in route.backends if b.priority == priority]
             lines.append(f"    priority {priority}:")

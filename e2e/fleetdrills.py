@@ -342,36 +342,62 @@ def access_restricted(
     Restricting ``chat`` (served by ``public``, which authenticates callers,
     and by ``internal``, which does not) leaves it routed on ``public`` with
     exactly those callers in its policy, accepted by Envoy Gateway (the
-    ModelRoute is Ready only once its SecurityPolicy is), and withdraws it
-    from ``internal`` (``GatewayWithoutAuth``). A caller removed is gone from
-    the policy; lifting the restriction routes it on both again.
+    ModelRoute is Ready only once its SecurityPolicy and its rate-limit
+    policy are), and withdraws it from ``internal`` (``GatewayWithoutAuth``).
+    A caller removed is gone from the policy, a limit narrowed to it goes with
+    it; lifting the restriction routes it on both again, with the gateway's
+    limits only.
     """
     key: XRKey = ("ModelService", namespace, name)
     problems = []
-    for callers in (["team-a", "team-b"], ["team-a"]):
-        driver.patch_spec(key, {"access": {"callers": callers}})
+    # Each limit, and how the routing table reads it back.
+    per_caller = ({"requests": 3, "per": "Minute"}, "3 requests/Minute for each caller")
+    team_b = (
+        {"tokens": 1000, "per": "Day", "callers": ["team-b"]},
+        "1000 tokens/Day for each of team-b",
+    )
+    # team-b's limit goes with team-b.
+    for callers, limits in (
+        (["team-a", "team-b"], [per_caller, team_b]),
+        (["team-a"], [per_caller]),
+    ):
+        own = [read for _, read in limits]
+        driver.patch_spec(
+            key, {"access": {"callers": callers, "limits": [limit for limit, _ in limits]}}
+        )
         problems += driver.settle(
-            f"{describe(key)} restricted to {', '.join(callers)}: only they on {public}",
-            partial(_restricted, driver, key, public, tuple(callers)),
+            f"{describe(key)} restricted to {', '.join(callers)}: only they on {public}, "
+            "each within its limits",
+            partial(_restricted, driver, key, public, tuple(callers), tuple(own)),
             tolerate=[key],
         )
     driver.patch_spec(key, {"access": None})
     problems += driver.settle(
         f"{describe(key)} open again: routed on every gateway selecting it",
-        lambda: _restricted(driver, key, public, None),
+        lambda: _restricted(driver, key, public, None, ()),
     )
     return problems
 
 
 def _restricted(
-    driver: Driver, key: XRKey, public: str, callers: tuple[str, ...] | None
+    driver: Driver,
+    key: XRKey,
+    public: str,
+    callers: tuple[str, ...] | None,
+    own_limits: tuple[str, ...],
 ) -> list[str]:
-    """``key`` routed on ``public`` to exactly ``callers`` (None: to anyone) and, restricted,
-    on no gateway without auth, which its RoutingReady names."""
-    on = {r.gateway: r.callers for r in driver.routes() if r.service == key}
+    """``key`` routed on ``public`` to exactly ``callers`` (None: to anyone) within
+    ``own_limits`` (then the gateway's) and, restricted, on no gateway without auth,
+    which its RoutingReady names."""
+    found = {r.gateway: r for r in driver.routes() if r.service == key}
+    on = {gateway: r.callers for gateway, r in found.items()}
     problems = []
     if on.get(public, ()) != callers:
         problems.append(f"{describe(key)} on {public} allows {on.get(public, 'no route')}")
+    limits = found[public].limits if public in found else ()
+    shared = tuple(limit for limit in limits if limit.endswith("across the gateway"))
+    if limits != (*own_limits, *shared):
+        problems.append(f"{describe(key)} on {public} limits {limits}, not {own_limits}")
     open_gateways = sorted(
         g for g, xr in _gateways(driver).items() if not (xr.get("spec") or {}).get("auth")
     )

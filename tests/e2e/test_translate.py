@@ -20,6 +20,7 @@ from e2e import dataplane, functions, render, translate
 from e2e.dataplane import Cluster
 from e2e.fleet import Fleet, Obj, patch_applied, without_times
 from fleetgate.core import names
+from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import CALLER_ACCESS_KEY
 from tests.support import request, run
@@ -282,6 +283,75 @@ def test_drill_a_restricted_model_admits_only_its_callers_after_authentication(
     # Nothing else on the gateway changed: every other fact still holds.
     for check in dataplane.CHECKS.values():
         assert check(fleet, drilled) == []
+
+
+LIMITS = [
+    {"requests": 3, "per": "Minute"},
+    {"tokens": 1000, "per": "Day", "callers": ["team-b"]},
+]
+
+
+@pytest.fixture(scope="module")
+def limited(fleet: Fleet) -> Fleet:
+    """The fleet with ``team-a/chat`` restricted and limited, walked again to settled."""
+    edited = copy.deepcopy(fleet)
+    key = ("ModelService", "team-a", "chat")
+    service = copy.deepcopy(edited.sources[key])
+    service["spec"]["access"] = {"callers": ["team-a", "team-b"], "limits": LIMITS}
+    edited.apply(service)
+    edited.converge()
+    return edited
+
+
+def _rate_limit_rules(objects: list[Obj], name: str) -> list[Obj]:
+    (policy,) = [o for o in objects if o["kind"] == "BackendTrafficPolicy" and _named(o, name)]
+    rules: list[Obj] = policy["spec"]["rateLimit"]["global"]["rules"]
+    return rules
+
+
+def _named(obj: Obj, name: str) -> bool:
+    return bool(obj["metadata"]["name"] == name)
+
+
+def test_drill_a_limited_model_counts_each_caller_after_authentication(limited: Fleet) -> None:
+    """Issue 32: the service's limits on its route, the gateway's shared by all its routes."""
+    drilled = dataplane.translate_fleet(limited)
+    objects = translate.cluster_objects(limited)[PUBLIC]
+    route = _public_route(drilled)
+    gateway = names.fleet_gateway("public")
+    failover = f"{gateway}-failover"
+    expected = [
+        *dataplane.expected_rate_limits(
+            f"{SYSTEM_NAMESPACE}/{gateway}/https", _rate_limit_rules(objects, route)
+        ),
+        *dataplane.expected_rate_limits(
+            f"{SYSTEM_NAMESPACE}/{failover}", _rate_limit_rules(objects, failover)
+        ),
+    ]
+    # requests: 1 each; tokens: checked, then counted; the gateway's cost and requests.
+    assert [c.adds for c in expected] == ["1", "0", "llm_total_token", "0", "cost", "1"]
+    t = drilled[PUBLIC].result
+    assert dataplane.rate_limit_problems(t, gateway, route, "https", expected) == []
+    assert dataplane.caller_access_problems(t, gateway, route, "https", ["team-a", "team-b"]) == []
+    # Retries, outlier detection, tiers, TLS: every other fact still holds.
+    for check in dataplane.CHECKS.values():
+        assert check(limited, drilled) == []
+
+
+def test_drill_the_rate_limit_check_sees_a_limit_that_is_not_there(
+    limited: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    """The unlimited fleet's route does not pass for the limited one."""
+    route = _public_route(clusters)
+    gateway = names.fleet_gateway("public")
+    objects = translate.cluster_objects(limited)[PUBLIC]
+    expected = dataplane.expected_rate_limits(
+        f"{SYSTEM_NAMESPACE}/{gateway}/https", _rate_limit_rules(objects, route)
+    )
+    problems = dataplane.rate_limit_problems(
+        clusters[PUBLIC].result, gateway, route, "https", expected
+    )
+    assert any("counts" in p for p in problems), problems
 
 
 def test_drill_the_access_check_sees_a_policy_that_replaces_authentication(

@@ -55,7 +55,8 @@ print(sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("fleetgate
 @pytest.mark.parametrize(
     ("function", "kinds_read"),
     [
-        pytest.param("model_endpoint", ["endpoint"], id="compose-model-endpoint"),
+        # governance: the field types caller governance shares (prices, limits).
+        pytest.param("model_endpoint", ["endpoint", "governance"], id="compose-model-endpoint"),
         pytest.param(
             "model_deployment",
             ["cluster", "cluster_status", "deployment"],
@@ -64,7 +65,7 @@ print(sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("fleetgate
         # A service reads what clusters publish, never their spec.
         pytest.param(
             "model_service",
-            ["cluster_status", "endpoint", "gateway", "route", "service"],
+            ["cluster_status", "endpoint", "gateway", "governance", "route", "service"],
             id="compose-model-service",
         ),
     ],

@@ -152,8 +152,12 @@ def test_canary_route() -> None:
     assert rule["streamIdleTimeout"] == "60s"
     assert spec["llmRequestCosts"] == [
         {"metadataKey": "llm_input_token", "type": "InputToken"},
+        {"metadataKey": "llm_cached_input_token", "type": "CachedInputToken"},
         {"metadataKey": "llm_output_token", "type": "OutputToken"},
         {"metadataKey": "llm_total_token", "type": "TotalToken"},
+        # No backend is priced: every response costs 0.
+        {"metadataKey": "cost", "type": "CEL", "cel": "0u"},
+        {"metadataKey": "cost_milli", "type": "CEL", "cel": "0u"},
     ]
     assert out.conditions["RouteAccepted"] == ("False", "Pending", "route not accepted yet")
     assert out.composite["status"] == {"route": ai_gateway_route_name(SVC, "public"), "backends": 3}

@@ -129,6 +129,15 @@ LABEL_KEY = "keys must be label keys"
 WEIGHT = "weight must be from 1 to 1000000"
 PRIORITY = "priority must be from 0 to 63"
 KAITO_NODES = "spec.kaito.instanceType is only for a KAITO that provisions nodes"
+ONE_AMOUNT = "needs exactly one of requests, tokens, cost"
+COST_ZERO = ".cost must be more than 0"
+MR = "ModelRoute"
+# Every list of caller limits: the service's, the gateway's, and the route's resolved copy.
+LIMIT_LISTS = (
+    (MS, "spec.access.limits[]"),
+    (IG, "spec.auth.limits[]"),
+    (MR, "spec.access.limits[]"),
+)
 
 ORIGIN = "spec.origin"
 ENTRY = "spec.endpoints[]"
@@ -146,7 +155,41 @@ LABEL_MAPS = (
     (MS, "spec.endpoints[].selector.matchLabels"),
 )
 
-CASES = [
+LIMIT_CASES = [
+    case
+    for kind, path in LIMIT_LISTS
+    for case in (
+        ok(f"{kind}-{path}-requests", kind, path, {"requests": 100, "per": "Minute"}),
+        ok(f"{kind}-{path}-tokens", kind, path, {"tokens": 10**6, "per": "Day"}),
+        ok(f"{kind}-{path}-cost", kind, path, {"cost": "25.50", "per": "Month"}),
+        bad(f"{kind}-{path}-none", kind, path, {"per": "Hour"}, ONE_AMOUNT),
+        bad(
+            f"{kind}-{path}-two",
+            kind,
+            path,
+            {"requests": 1, "tokens": 2, "per": "Hour"},
+            ONE_AMOUNT,
+        ),
+        bad(
+            f"{kind}-{path}-three",
+            kind,
+            path,
+            {"requests": 1, "tokens": 2, "cost": "3", "per": "Hour"},
+            ONE_AMOUNT,
+        ),
+    )
+] + [
+    case
+    for kind, path in LIMIT_LISTS
+    for case in (
+        ok(f"{kind}-{path}-cost-small", kind, f"{path}.cost", "0.000001"),
+        ok(f"{kind}-{path}-cost-whole", kind, f"{path}.cost", "4294967"),
+        bad(f"{kind}-{path}-cost-zero", kind, f"{path}.cost", "0", COST_ZERO),
+        bad(f"{kind}-{path}-cost-zero-decimal", kind, f"{path}.cost", "00.000", COST_ZERO),
+    )
+]
+
+CASES = LIMIT_CASES + [
     # --- ModelEndpoint spec.origin --------------------------------------------
     ok("origin-https", ME, ORIGIN, "https://api.openai.com"),
     ok("origin-https-port", ME, ORIGIN, "https://api.openai.com:8443"),

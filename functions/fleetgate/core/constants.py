@@ -32,3 +32,9 @@ AI_GATEWAY_METADATA_NAMESPACE: Final = "io.envoy.ai_gateway"
 INPUT_TOKENS_KEY: Final = "llm_input_token"
 OUTPUT_TOKENS_KEY: Final = "llm_output_token"
 TOTAL_TOKENS_KEY: Final = "llm_total_token"
+CACHED_INPUT_TOKENS_KEY: Final = "llm_cached_input_token"
+# What a request cost, in millionths of the endpoints' currency (the usage
+# record's cost), and in thousandths (the counter of a budget too large for
+# millionths): see fleetgate.core.governance.
+COST_KEY: Final = "cost"
+COST_MILLI_KEY: Final = "cost_milli"

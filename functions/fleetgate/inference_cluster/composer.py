@@ -151,6 +151,10 @@ def install_stack(progress: Progress, site: Site) -> None:
             chart, provider_config=site.helm_provider_config, addons=tuple(addons)
         )
         progress.after(key, release, ready=deps)
+    for manifest in stack.rate_limit_redis():
+        # In Envoy Gateway's namespace, which its release creates.
+        key = stack.redis_key(manifest["kind"])
+        progress.after(key, site.remote(manifest), ready=[stack.release_key("envoy-gateway")])
     gateway_class = site.remote(
         stack.gateway_class(site.gateway_class),
         readiness_query=condition_query("Accepted"),
@@ -164,6 +168,7 @@ def stack_keys() -> list[str]:
     return [
         *stack.crd_keys(),
         *(stack.release_key(c.key) for c in stack.CHARTS),
+        *(stack.redis_key(m["kind"]) for m in stack.rate_limit_redis()),
         GATEWAY_CLASS,
     ]
 

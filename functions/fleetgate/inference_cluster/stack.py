@@ -63,6 +63,15 @@ AIGW_EXTENSION_PORT: Final = 1063
 # updating (failOpen false). 32 MiB carries eight times as many.
 EXTENSION_MESSAGE_MAX_BYTES: Final = 32 * 1024 * 1024
 EXTENSION_MESSAGE_MAX: Final = f"{EXTENSION_MESSAGE_MAX_BYTES // 2**20}Mi"
+# Envoy Gateway's rate-limit service keeps each caller's counters here: one
+# Redis per cluster, so budgets are per gateway (see RATE_LIMIT_REDIS_URL).
+RATE_LIMIT_REDIS: Final = "fleetgate-ratelimit-redis"
+RATE_LIMIT_REDIS_PORT: Final = 6379
+RATE_LIMIT_REDIS_URL: Final = (
+    f"{RATE_LIMIT_REDIS}.{EG_NAMESPACE}.svc.cluster.local:{RATE_LIMIT_REDIS_PORT}"
+)
+# Debian bookworm's redis-server, the version the real control plane runs.
+RATE_LIMIT_REDIS_IMAGE: Final = "docker.io/library/redis:7.0.15"
 # Envoy AI Gateway copies this header into the dynamic-metadata key the fleet
 # gateways' usage records read the caller from.
 CALLER_METADATA_KEY: Final = "caller"
@@ -190,6 +199,13 @@ CHARTS: Final[tuple[Chart, ...]] = (
                     # read at internal/gatewayapi/runner/runner.go:268), so the
                     # patch making a ModelRoute's priority tiers strict is lost.
                     "extensionApis": {"enableBackend": True, "enableEnvoyPatchPolicy": True},
+                    # Without a backend Envoy Gateway refuses every global rate
+                    # limit (internal/gatewayapi/backendtrafficpolicy.go:1439-
+                    # 1444), the callers' limits among them; with one it runs
+                    # the rate-limit service and serves it its configuration.
+                    "rateLimit": {
+                        "backend": {"type": "Redis", "redis": {"url": RATE_LIMIT_REDIS_URL}}
+                    },
                     "extensionManager": {
                         "hooks": {
                             "xdsTranslator": {
@@ -248,6 +264,48 @@ CHARTS: Final[tuple[Chart, ...]] = (
         },
     ),
 )
+
+
+def rate_limit_redis() -> list[Manifest]:
+    """The Redis the rate-limit service counts in: a Deployment and its Service.
+
+    Counters only: no persistence, so a restart forgets the current windows
+    (callers get a fresh allowance), as Envoy Gateway's own example does.
+    """
+    labels = {"app.kubernetes.io/name": RATE_LIMIT_REDIS}
+    meta = {"name": RATE_LIMIT_REDIS, "namespace": EG_NAMESPACE}
+    container = {
+        "name": "redis",
+        "image": RATE_LIMIT_REDIS_IMAGE,
+        "args": ["--save", "", "--appendonly", "no"],
+        "ports": [{"name": "redis", "containerPort": RATE_LIMIT_REDIS_PORT}],
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": dict(meta),
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": dict(meta),
+            "spec": {
+                "selector": labels,
+                "ports": [{"name": "redis", "port": RATE_LIMIT_REDIS_PORT, "targetPort": "redis"}],
+            },
+        },
+    ]
+
+
+def redis_key(kind: str) -> str:
+    """Composition name of the rate-limit Redis's Deployment or Service."""
+    return f"ratelimit-redis-{kind.lower()}"
 
 
 def release_key(component: str) -> str:

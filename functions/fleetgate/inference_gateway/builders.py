@@ -4,17 +4,22 @@ Pure functions of typed inputs. Each returns the remote object (the composer
 wraps it in a provider-kubernetes Object); nothing here reads a request.
 """
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
+    CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
+    COST_KEY,
     HTTPS_LISTENER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
     TOTAL_TOKENS_KEY,
 )
+from fleetgate.core.governance import rate_limit_rules
+from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.models import Failover, Limits
 from fleetgate.core.objects import Manifest
 from fleetgate.inference_gateway.naming import GatewayNames
@@ -70,8 +75,11 @@ USAGE_RECORD: Final[dict[str, str]] = {
     "served_model": _metadata("model_name_override"),
     "response_model": _metadata("response_model"),
     "input_tokens": _metadata(INPUT_TOKENS_KEY),
+    "cached_input_tokens": _metadata(CACHED_INPUT_TOKENS_KEY),
     "output_tokens": _metadata(OUTPUT_TOKENS_KEY),
     "total_tokens": _metadata(TOTAL_TOKENS_KEY),
+    # Millionths of the currency of the endpoints' prices; 0 when unpriced.
+    "cost": _metadata(COST_KEY),
     "status": "%RESPONSE_CODE%",
     "response_flags": "%RESPONSE_FLAGS%",
     "duration_ms": "%DURATION%",
@@ -213,9 +221,21 @@ def listener_policy(names: GatewayNames, limits: Limits) -> Manifest:
     )
 
 
-def failover_policy(names: GatewayNames, failover: Failover, limits: Limits) -> Manifest:
-    """Retries across priorities and passive outlier detection for every route."""
+def failover_policy(
+    names: GatewayNames,
+    failover: Failover,
+    limits: Limits,
+    caller_limits: Sequence[ResolvedLimit] = (),
+) -> Manifest:
+    """Retries across priorities, passive outlier detection and the callers' limits.
+
+    For every route of the Gateway. A caller's limits here count across all of
+    them (``shared``); a route's own policy (a ModelService's limits) merges
+    into this one, keeping it (model_service/ai_gateway.caller_limits).
+    """
     codes = sorted(set(failover.retry_on.http_status_codes))
+    rules = rate_limit_rules(caller_limits, shared=True)
+    rate_limit = {"rateLimit": {"global": {"rules": rules}}} if rules else {}
     retry_on: dict[str, Any] = {
         "triggers": [*RETRY_TRIGGERS, *([RETRY_ON_STATUS] if codes else [])]
     }
@@ -253,6 +273,7 @@ def failover_policy(names: GatewayNames, failover: Failover, limits: Limits) -> 
             # The backend side of the buffer: a large non-streamed response is
             # buffered whole too.
             "connection": {"bufferLimit": limits.buffer_limit},
+            **rate_limit,
         },
     )
 

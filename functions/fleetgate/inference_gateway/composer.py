@@ -191,7 +191,9 @@ class OnCluster(NamedTuple):
         )
         self.put(naming.GATEWAY, listeners)
         self.put(naming.LISTENER_POLICY, builders.listener_policy(names, gateway.spec.limits))
-        failover = builders.failover_policy(names, gateway.spec.failover, gateway.spec.limits)
+        failover = builders.failover_policy(
+            names, gateway.spec.failover, gateway.spec.limits, inputs.limits
+        )
         self.put(naming.FAILOVER, failover)
         self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
         self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))

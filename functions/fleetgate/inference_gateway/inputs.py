@@ -9,6 +9,8 @@ from typing import Final, NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
+from fleetgate.core.governance import group_key, limit_groups, resolve_limits
+from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.verdict import Verdict
@@ -45,17 +47,45 @@ class FrontDoor(NamedTuple):
 
     callers: CallerKeys | None  # None: no spec.auth
     tls: list[str] | None  # None: no spec.tls
+    limits: list[ResolvedLimit]  # spec.auth.limits, narrowing resolved
 
 
 def front_door(rec: Reconcile, gateway: InferenceGateway) -> FrontDoor | Verdict:
-    """Both inputs of the front door, or the first gate not passed (callers, then TLS)."""
+    """The inputs of the front door, or the first gate not passed (callers, TLS, limits)."""
     callers = caller_keys(rec, gateway)
     tls = tls_secrets(rec, gateway)
+    limits = caller_limits(rec, gateway)
     if isinstance(callers, Verdict):
         return callers
     if isinstance(tls, Verdict):
         return tls
-    return FrontDoor(callers, tls)
+    if isinstance(limits, Verdict):
+        return limits
+    return FrontDoor(callers, tls, limits)
+
+
+def caller_limits(rec: Reconcile, gateway: InferenceGateway) -> list[ResolvedLimit] | Verdict:
+    """``spec.auth.limits``, each narrowing resolved to callers; a group that is missing
+    narrows to nobody, and a warning says so."""
+    limits = gateway.spec.auth.limits if gateway.spec.auth else []
+    found = {
+        group: rec.require_secrets(
+            group_key(group), Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE)
+        )
+        for group in limit_groups(limits)
+    }
+    waiting = sorted(group for group, secrets in found.items() if secrets is None)
+    if waiting:
+        listed = ", ".join(f"{SYSTEM_NAMESPACE}/{group}" for group in waiting)
+        return Verdict.no(
+            "WaitingForCallerKeys", f"waiting for Crossplane to look up the Secrets {listed}"
+        )
+    resolved, problems = resolve_limits(
+        "spec.auth.limits", limits, {group: found[group] or [] for group in found}
+    )
+    for problem in problems:
+        rec.warning(problem, "CallersMissing")
+    return resolved
 
 
 def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Verdict:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from fleetgate.core.constants import (
+    CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
@@ -16,13 +17,16 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.models import RouteBackend, RouteGateway, SecretKeyRef
+from fleetgate.core.governance import llm_request_costs, rate_limit_rules
+from fleetgate.core.kinds.governance import ResolvedLimit
+from fleetgate.core.models import RouteAccess, RouteBackend, RouteGateway, SecretKeyRef
 from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_ACCESS_KEY,
+    CALLER_LIMITS_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
     Service,
@@ -48,6 +52,7 @@ API_KEY: Final = "apiKey"
 
 _LLM_REQUEST_COSTS: Final = (
     (INPUT_TOKENS_KEY, "InputToken"),
+    (CACHED_INPUT_TOKENS_KEY, "CachedInputToken"),
     (OUTPUT_TOKENS_KEY, "OutputToken"),
     (TOTAL_TOKENS_KEY, "TotalToken"),
 )
@@ -114,9 +119,13 @@ def ai_gateway_route(
                 }
             ],
             # Declaring the costs is also what makes the gateway ask a
-            # streaming backend for usage, so the usage record has tokens.
+            # streaming backend for usage, so the usage record has tokens;
+            # the priced ones give it a cost and count cost limits.
             "llmRequestCosts": [
-                {"metadataKey": key, "type": type_} for key, type_ in _LLM_REQUEST_COSTS
+                *({"metadataKey": key, "type": type_} for key, type_ in _LLM_REQUEST_COSTS),
+                *llm_request_costs(
+                    [(i, b.pricing) for i, b in enumerate(backends) if b.pricing is not None]
+                ),
             ],
         },
     )
@@ -202,17 +211,43 @@ def caller_access(service: Service, gateway: RouteGateway, callers: Sequence[str
         }
         for i in range(0, len(callers), PRINCIPAL_VALUES_MAX)
     ]
+    authorization = {"defaultAction": "Deny", **({"rules": rules} if rules else {})}
+    return _route_policy(service, gateway, "SecurityPolicy", authorization=authorization)
+
+
+def _route_policy(service: Service, gateway: RouteGateway, kind: str, **spec: Any) -> Manifest:
+    """An Envoy Gateway policy on the generated HTTPRoute, merged into the gateway's own."""
     route = ai_gateway_route_name(service, gateway.name)
     return _manifest(
         f"{ENVOY_GATEWAY}/v1alpha1",
-        "SecurityPolicy",
+        kind,
         route,
         spec={
             "targetRefs": [{"group": GATEWAY_API, "kind": "HTTPRoute", "name": route}],
             "mergeType": "StrategicMerge",
-            "authorization": {"defaultAction": "Deny", **({"rules": rules} if rules else {})},
+            **spec,
         },
     )
+
+
+def caller_limits(
+    service: Service, gateway: RouteGateway, limits: Sequence[ResolvedLimit]
+) -> Manifest | None:
+    """How much each caller may use of this model on this gateway: a rate-limit policy.
+
+    None when no limit applies to anyone (none set, or each narrowed to nobody).
+
+    On the HTTPRoute AI Gateway generates, merged (``StrategicMerge``) into the
+    gateway's own traffic policy rather than replacing it, so the route keeps
+    its retries, outlier detection and the gateway's own limits: Envoy Gateway
+    merges the two policies' rules by name (internal/gatewayapi/
+    backendtrafficpolicy.go:845-885, internal/ir/xds.go:2571-2574 at v1.8.3).
+    """
+    rules = rate_limit_rules(limits, shared=False)
+    if not rules:
+        return None
+    rate_limit = {"global": {"rules": rules}}
+    return _route_policy(service, gateway, "BackendTrafficPolicy", rateLimit=rate_limit)
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -284,11 +319,12 @@ def model_route_objects(
     service: Service,
     gateway: RouteGateway,
     backends: Sequence[RouteBackend],
-    callers: Sequence[str] | None = None,
+    access: RouteAccess | None = None,
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name.
 
-    ``callers``: who may call; None, anyone the gateway authenticates.
+    ``access``: who may call and how much; None, anyone the gateway
+    authenticates, within the gateway's own limits.
     """
     gw = gateway.name
 
@@ -311,8 +347,11 @@ def model_route_objects(
         # serves), but its status is read back for StrictTiers.
         TIERS_KEY: remote(strict_tiers(service, gateway), watch=True),
     }
-    if callers is not None:
-        objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, callers))
+    if access is not None:
+        objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, access.callers))
+        limits = caller_limits(service, gateway, access.limits)
+        if limits is not None:
+            objects[CALLER_LIMITS_KEY] = remote(limits)
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(

@@ -30,12 +30,8 @@ def compose(rec: Reconcile) -> None:
     route = rec.composite(ModelRoute)
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
-    access = route.spec.access
     objects = model_route_objects(
-        service,
-        route.spec.gateway,
-        route.spec.backends,
-        None if access is None else access.callers,
+        service, route.spec.gateway, route.spec.backends, route.spec.access
     )
     for key, obj in objects.items():
         rec.compose(key, obj, ready=rec.observed(key).ready)

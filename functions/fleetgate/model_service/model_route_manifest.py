@@ -18,6 +18,7 @@ from fleetgate.core.models import BackendTLS
 from fleetgate.core.names import fleet_gateway, label_value
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import dig
+from fleetgate.model_service.access import Access
 from fleetgate.model_service.naming import LABEL_GATEWAY, LABEL_SERVICE, Service, model_route_name
 from fleetgate.model_service.selection import Planned, Routable, ServingGateway
 
@@ -51,6 +52,8 @@ def _backend(plan: Planned) -> dict[str, Any]:
         backend["cluster"] = endpoint.cluster
     if endpoint.credential is not None:
         backend["credential"] = {"name": endpoint.credential.name, "key": endpoint.credential.key}
+    if endpoint.pricing is not None:
+        backend["pricing"] = endpoint.pricing.model_dump(by_alias=True, exclude_none=True)
     return backend
 
 
@@ -58,14 +61,32 @@ def model_route(
     service: Service,
     gateway: ServingGateway,
     planned: Sequence[Planned],
-    callers: Sequence[str] | None = None,
+    allowed: Access | None = None,
 ) -> Manifest:
     """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up.
 
-    ``callers``: who may call, resolved from the service's access; None, anyone
-    the gateway authenticates.
+    ``allowed``: who may call and how much, resolved from the service's access;
+    None, anyone the gateway authenticates.
     """
-    access = {} if callers is None else {"access": {"callers": list(callers)}}
+    access = (
+        {}
+        if allowed is None
+        else {
+            "access": {
+                "callers": list(allowed.callers),
+                **(
+                    {
+                        "limits": [
+                            limit.model_dump(by_alias=True, exclude_none=True)
+                            for limit in allowed.limits
+                        ]
+                    }
+                    if allowed.limits
+                    else {}
+                ),
+            }
+        }
+    )
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

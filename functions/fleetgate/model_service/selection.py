@@ -13,6 +13,7 @@ from typing import Final, NamedTuple
 from pydantic import Field
 
 from fleetgate.core.constants import LABEL_CLUSTER
+from fleetgate.core.kinds.governance import Pricing
 from fleetgate.core.models import (
     ROUTE_BACKENDS_MAX,
     ClusterGatewayStatus,
@@ -182,6 +183,7 @@ class Routable(NamedTuple):
     model: str | None
     credential: CredentialRef | None
     cluster: str | None  # set for a fleet-hosted endpoint: mutual TLS to that cluster
+    pricing: Pricing | None = None
 
 
 @dataclass
@@ -270,6 +272,7 @@ def _screen(
             model=spec.model,
             credential=spec.credential_ref,
             cluster=cluster,
+            pricing=spec.pricing,
         )
     )
 

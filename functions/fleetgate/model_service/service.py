@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
+from fleetgate.core.governance import group_key
 from fleetgate.core.models import InferenceGateway, ModelService
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
@@ -68,11 +69,11 @@ def compose(rec: Reconcile) -> None:
     screening = _screen_endpoints(rec, xr, service, inputs)
     if screening is None:
         return
-    callers = _resolve_access(rec, xr, inputs)
-    gateways = _sort_gateways(rec, xr, inputs, callers)
+    allowed = _resolve_access(rec, xr, inputs)
+    gateways = _sort_gateways(rec, xr, inputs, restricted=allowed is not None)
     if not _anything_to_route(rec, screening, gateways, len(inputs.gateways)):
         return
-    routes, pending = _compose_routes(rec, service, gateways, screening, callers)
+    routes, pending = _compose_routes(rec, service, gateways, screening, allowed)
     _report(rec, routes, pending, gateways.refused, screening)
 
 
@@ -80,7 +81,7 @@ class Inputs(NamedTuple):
     gateways: list[InferenceGateway]
     clusters: Mapping[str, RoutingCluster]
     matched: list[list[SelectedEndpoint]]
-    # The Secrets of spec.access.groups found by each name (key names only).
+    # The Secrets of the groups spec.access names, found by each name (key names only).
     groups: Mapping[str, list[SecretKeys]]
 
 
@@ -109,10 +110,10 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     ]
     groups = {
         group: rec.require_secrets(
-            access.group_key(group),
+            group_key(group),
             Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE),
         )
-        for group in (xr.spec.access.groups if xr.spec.access else ())
+        for group in access.groups(xr.spec.access)
     }
     waiting = [] if gateways is not None else ["InferenceGateways"]
     waiting += [] if clusters is not None else ["InferenceClusters"]
@@ -138,8 +139,8 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     )
 
 
-def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> list[str] | None:
-    """The callers every serving gateway allows, or None when the service restricts nobody."""
+def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> access.Access | None:
+    """What every serving gateway enforces, or None when the service restricts nobody."""
     if xr.spec.access is None:
         rec.condition(
             access.CONDITION,
@@ -150,21 +151,23 @@ def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> list[st
         return None
     resolved = access.resolve(xr.spec.access, inputs.groups)
     allowed = f"{len(resolved.callers)} callers may call"
+    if resolved.limits:
+        allowed += f", within {len(resolved.limits)} limits each"
     if resolved.problems:
         message = f"{'; '.join(resolved.problems)} ({allowed})"
         rec.condition(access.CONDITION, "False", "CallersMissing", message)
         rec.warning(message, "CallersMissing")
     else:
         rec.condition(access.CONDITION, "True", "Resolved", allowed)
-    return resolved.callers
+    return resolved
 
 
 def _sort_gateways(
-    rec: Reconcile, xr: ModelService, inputs: Inputs, callers: list[str] | None
+    rec: Reconcile, xr: ModelService, inputs: Inputs, *, restricted: bool
 ) -> Gateways:
     """Serving, pending or refused (selection.sort_gateways); each refusal also a warning."""
     gateways = sort_gateways(
-        inputs.gateways, inputs.clusters, xr.metadata.labels, restricted=callers is not None
+        inputs.gateways, inputs.clusters, xr.metadata.labels, restricted=restricted
     )
     for gateway in gateways.refused:
         rec.warning(f"not routed on InferenceGateway {gateway.name}: {gateway.why}", REFUSED)
@@ -242,7 +245,7 @@ def _compose_routes(
     service: Service,
     gateways: Gateways,
     screening: Screening,
-    callers: list[str] | None,
+    allowed: access.Access | None,
 ) -> tuple[dict[str, str | None], list[PendingGateway]]:
     """Every serving gateway gets a ModelRoute; a pending one keeps its own.
 
@@ -275,7 +278,7 @@ def _compose_routes(
             plans[left_out] = plan_backends(usable)
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        route = model_route(service, gateway, plans[left_out], callers)
+        route = model_route(service, gateway, plans[left_out], allowed)
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(

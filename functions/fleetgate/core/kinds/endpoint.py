@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from fleetgate.core.kinds.governance import Pricing
 from fleetgate.core.models import LONG_NAME_MAX, Composite, Model, SecretKeyRef
 
 
@@ -21,6 +22,7 @@ class ModelEndpointSpec(Model):
     api: EndpointAPI = Field(default_factory=EndpointAPI)
     model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
     credential_ref: CredentialRef | None = None
+    pricing: Pricing | None = None
 
 
 class ModelEndpoint(Composite):

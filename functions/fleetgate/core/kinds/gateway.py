@@ -4,6 +4,7 @@ from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
+from fleetgate.core.kinds.governance import CallerLimits
 from fleetgate.core.models import Composite, Condition, Duration, LabelSelector, Model, Name
 
 
@@ -17,6 +18,8 @@ class GatewayTLS(Model):
 
 class GatewayAuth(Model):
     secret_selector: LabelSelector
+    # Per caller, across every model the gateway serves.
+    limits: CallerLimits = Field(default_factory=list)
 
 
 class RetryOn(Model):

@@ -4,9 +4,15 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
+from fleetgate.core.kinds.governance import (
+    LIMITS_MAX,
+    RESOLVED_CALLERS_MAX,
+    Pricing,
+    ResolvedCallers,
+    ResolvedLimit,
+)
 from fleetgate.core.models import (
     LONG_NAME_MAX,
-    CallerName,
     Composite,
     Duration,
     Model,
@@ -63,6 +69,7 @@ class RouteBackend(Model):
     tls: BackendTLS
     cluster: Name | None = None
     credential: SecretKeyRef | None = None
+    pricing: Pricing | None = None
 
     @model_validator(mode="after")
     def _cluster_with_mutual_tls(self) -> Self:
@@ -74,15 +81,14 @@ class RouteBackend(Model):
         return self
 
 
-# Callers named on the ModelService plus every key of its groups: at most 256
-# named and 64 Secrets of keys. Bounded so a route's policy stays small.
-ROUTE_CALLERS_MAX = 4096
+ROUTE_CALLERS_MAX = RESOLVED_CALLERS_MAX
 
 
 class RouteAccess(Model):
     """The callers allowed on this route, resolved by the ModelService; empty, nobody."""
 
-    callers: Annotated[list[CallerName], Field(max_length=ROUTE_CALLERS_MAX)] = Field(
+    callers: ResolvedCallers = Field(default_factory=list)
+    limits: Annotated[list[ResolvedLimit], Field(max_length=LIMITS_MAX)] = Field(
         default_factory=list
     )
 

@@ -4,13 +4,13 @@ from typing import Annotated
 
 from pydantic import Field
 
+from fleetgate.core.kinds.governance import (
+    ACCESS_CALLERS_MAX,
+    ACCESS_GROUPS_MAX,
+    CallerLimits,
+    CallerName,
+)
 from fleetgate.core.models import Composite, LabelSelector, Model, Name
-
-# A caller's identity is the name of its key in a caller-key Secret, so it
-# has a Secret key's syntax.
-CallerName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
-ACCESS_CALLERS_MAX = 256
-ACCESS_GROUPS_MAX = 64
 
 
 class ServiceEndpointEntry(Model):
@@ -27,6 +27,8 @@ class ServiceAccess(Model):
     )
     # Caller-key Secrets in the system namespace: every key of each may call.
     groups: Annotated[list[Name], Field(max_length=ACCESS_GROUPS_MAX)] = Field(default_factory=list)
+    # Per caller, for this model on each gateway serving it.
+    limits: CallerLimits = Field(default_factory=list)
 
 
 class ModelServiceSpec(Model):

@@ -1,0 +1,325 @@
+"""How much each caller may use: limits per model, per gateway, and what a response costs.
+
+A ModelService's ``spec.access.limits`` reach each ModelRoute resolved (groups to
+caller names) and become a BackendTrafficPolicy on the route AI Gateway
+generates; an InferenceGateway's ``spec.auth.limits`` become rules of its own
+traffic policy, shared by every route; a ModelEndpoint's ``spec.pricing``
+becomes the CEL cost AI Gateway computes per response. The CEL is evaluated
+here with cel-python; what Envoy Gateway makes of the policies is checked by
+its own translator (tests/e2e/test_translate.py) and the real rate-limit
+service (make e2e).
+"""
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import celpy
+import pytest
+from celpy import celtypes
+
+from fleetgate.core import governance
+from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.core.kinds.governance import COST_MAX, CallerLimit, Pricing, ResolvedLimit
+from fleetgate.model_service.composer import compose
+from fleetgate.model_service.naming import (
+    AI_GATEWAY_ROUTE_KEY,
+    CALLER_LIMITS_KEY,
+    ai_gateway_route_name,
+)
+from tests.support import inference_gateway as gw_support
+from tests.support import request, run, secret
+from tests.support.model_service import (
+    CANARY,
+    SVC,
+    canary_fleet,
+    entry,
+    fleet,
+    manifest,
+    model_routes,
+    route_of,
+    service,
+    third_party,
+)
+
+DISTINCT = {"name": CALLER_HEADER, "type": "Distinct"}
+TOKENS_COST = {
+    "request": {"from": "Number", "number": 0},
+    "response": {
+        "from": "Metadata",
+        "metadata": {"namespace": "io.envoy.ai_gateway", "key": "llm_total_token"},
+    },
+}
+
+
+def limited(limits: list[dict[str, Any]], **access: Any) -> dict[str, Any]:
+    xr = copy.deepcopy(CANARY)
+    xr["spec"]["access"] = {"callers": ["team-a", "ci"], **access, "limits": limits}
+    return xr
+
+
+def with_group(name: str, keys: list[str]) -> dict[str, list[dict[str, Any]]]:
+    required = canary_fleet()
+    found = [secret(name, SYSTEM_NAMESPACE, dict.fromkeys(keys, "never-read"))] if keys else []
+    required[governance.group_key(name)] = found
+    return required
+
+
+def rules(out: Any, gw: str = "public") -> list[dict[str, Any]]:
+    policy = manifest(route_of(out, gw), CALLER_LIMITS_KEY)
+    found: list[dict[str, Any]] = policy["spec"]["rateLimit"]["global"]["rules"]
+    return found
+
+
+# --- the service's limits -------------------------------------------------------------
+
+
+def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> None:
+    out = run(
+        compose, request(limited([{"requests": 60, "per": "Minute"}]), required=canary_fleet())
+    )
+    assert out.fatal == []
+    route = route_of(out)
+    policy = manifest(route, CALLER_LIMITS_KEY)
+    name = ai_gateway_route_name(SVC, "public")
+    assert (policy["kind"], policy["metadata"]["name"]) == ("BackendTrafficPolicy", name)
+    assert policy["spec"] == {
+        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": name}],
+        # Merged into the gateway's traffic policy: retries and outlier detection stay.
+        "mergeType": "StrategicMerge",
+        "rateLimit": {
+            "global": {
+                "rules": [
+                    {
+                        "clientSelectors": [{"headers": [DISTINCT]}],
+                        "limit": {"requests": 60, "unit": "Minute"},
+                    }
+                ]
+            }
+        },
+    }
+    assert out.conditions["AccessResolved"] == (
+        "True",
+        "Resolved",
+        "2 callers may call, within 1 limits each",
+    )
+
+
+def test_a_token_limit_counts_each_response_and_checks_each_request() -> None:
+    out = run(
+        compose, request(limited([{"tokens": 100_000, "per": "Day"}]), required=canary_fleet())
+    )
+    (rule,) = rules(out)
+    assert rule["limit"] == {"requests": 100_000, "unit": "Day"}
+    assert rule["cost"] == TOKENS_COST
+
+
+@pytest.mark.parametrize(
+    ("cost", "amount", "key"),
+    [
+        # Millionths while the counter holds them, thousandths above.
+        ("25.5", 25_500_000, "cost"),
+        ("4294.967295", 4_294_967_295, "cost"),
+        ("4294.967296", 4_294_967, "cost_milli"),
+        ("0.000001", 1, "cost"),
+        (str(COST_MAX), 4_294_967_295, "cost_milli"),
+    ],
+)
+def test_a_cost_limit_counts_in_the_finest_unit_its_counter_holds(
+    cost: str, amount: int, key: str
+) -> None:
+    assert governance.counter(ResolvedLimit(cost=cost, per="Month")) == (amount, key)
+
+
+def test_a_narrowed_limit_applies_to_the_named_callers_and_the_group_each_separately() -> None:
+    limit = {"tokens": 5000, "per": "Hour", "callers": ["ci"], "groups": ["interns"]}
+    xr = limited([limit], groups=["interns"])
+    out = run(compose, request(xr, required=with_group("interns", ["bob", "al.ice"])))
+    access = model_routes(out)["public"]["spec"]["access"]
+    assert access["limits"] == [{"tokens": 5000, "per": "Hour", "callers": ["al.ice", "bob", "ci"]}]
+    (rule,) = rules(out)
+    pattern = {"name": CALLER_HEADER, "type": "RegularExpression", "value": r"^(al\.ice|bob|ci)$"}
+    assert rule["clientSelectors"] == [{"headers": [pattern, DISTINCT]}]
+    assert "never-read" not in str(out.rsp)
+
+
+def test_a_long_narrowing_is_split_over_rules_within_envoy_gateways_match_length() -> None:
+    callers = [f"caller-{i:04d}" for i in range(300)]
+    (limit,) = governance.resolve_limits(
+        "f", [CallerLimit(requests=1, per="Second", callers=callers[:256])], {}
+    )[0]
+    limit = limit.model_copy(update={"callers": callers})
+    found = governance.rate_limit_rules([limit], shared=False)
+    values = [r["clientSelectors"][0]["headers"][0]["value"] for r in found]
+    assert all(len(v) <= governance.MATCH_VALUE_MAX for v in values)
+    covered = [c for v in values for c in v[2:-2].split("|")]
+    assert covered == callers
+
+
+def test_a_limit_narrowed_to_a_missing_group_limits_nobody_and_says_which_field() -> None:
+    limit = {"requests": 5, "per": "Minute", "groups": ["gone"]}
+    out = run(compose, request(limited([limit]), required=with_group("gone", [])))
+    assert out.fatal == []
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "CallersMissing")
+    assert "spec.access.limits[0].groups[0]: Secret fleetgate-system/gone not found" in message
+    assert CALLER_LIMITS_KEY not in route_of(out).desired
+
+
+def test_without_limits_no_traffic_policy_is_composed() -> None:
+    xr = copy.deepcopy(CANARY)
+    xr["spec"]["access"] = {"callers": ["ci"]}
+    out = run(compose, request(xr, required=canary_fleet()))
+    assert "limits" not in model_routes(out)["public"]["spec"]["access"]
+    assert CALLER_LIMITS_KEY not in route_of(out).desired
+
+
+@pytest.mark.parametrize(
+    ("limit", "fragment"),
+    [
+        ({"requests": 1, "tokens": 2, "per": "Day"}, "exactly one of requests, tokens, cost"),
+        ({"per": "Day"}, "exactly one of requests, tokens, cost"),
+        ({"cost": "0", "per": "Day"}, "cost must be more than 0"),
+        ({"cost": "4294967.296", "per": "Day"}, "at most 4294967.295"),
+        ({"cost": "-1", "per": "Day"}, "spec.access.limits[0].cost"),
+        ({"requests": 5, "per": "Year"}, "spec.access.limits[0].per"),
+    ],
+)
+def test_a_bad_limit_is_a_fatal_result_naming_the_field(
+    limit: dict[str, Any], fragment: str
+) -> None:
+    out = run(compose, request(limited([limit]), required=canary_fleet()))
+    assert len(out.fatal) == 1
+    assert "spec.access.limits" in out.fatal[0]
+    assert fragment in out.fatal[0]
+
+
+# --- the gateway's limits -------------------------------------------------------------
+
+
+def gateway_rules(**auth: Any) -> list[dict[str, Any]]:
+    spec = {**gw_support.FULL_SPEC["auth"], **auth}
+    out = gw_support.fleet(full=True, auth=spec).settled()
+    assert out.fatal == []
+    policy = gw_support.manifest(out.desired["failover-policy"])
+    assert policy["spec"]["retry"]["numRetries"] == 2, "the failover settings stay"
+    found: list[dict[str, Any]] = (
+        policy["spec"].get("rateLimit", {}).get("global", {}).get("rules", [])
+    )
+    return found
+
+
+def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
+    (rule,) = gateway_rules(limits=[{"cost": "100", "per": "Month"}])
+    assert rule == {
+        "clientSelectors": [{"headers": [DISTINCT]}],
+        "limit": {"requests": 100_000_000, "unit": "Month"},
+        "cost": {
+            "request": {"from": "Number", "number": 0},
+            "response": {
+                "from": "Metadata",
+                "metadata": {"namespace": "io.envoy.ai_gateway", "key": "cost"},
+            },
+        },
+        # One counter per caller across all the gateway's routes.
+        "shared": True,
+    }
+
+
+def test_a_gateway_without_limits_has_no_rate_limit() -> None:
+    assert gateway_rules() == []
+
+
+# --- what a response costs -------------------------------------------------------------
+
+ENV = celpy.Environment()
+
+
+def evaluate(expression: str, backend: str, tokens: dict[str, int]) -> int:
+    program = ENV.program(ENV.compile(expression))
+    activation: dict[str, Any] = {"backend": celtypes.StringType(backend)}
+    activation |= {k: celtypes.UintType(v) for k, v in tokens.items()}
+    result = program.evaluate(activation)
+    assert isinstance(result, celtypes.UintType), "AI Gateway takes a uint (or a non-negative int)"
+    return int(result)
+
+
+def ref(index: int) -> str:
+    return f"{SYSTEM_NAMESPACE}/svc-backend/route/svc/rule/0/ref/{index}"
+
+
+GPT = Pricing(input_tokens="2.50", cached_input_tokens="1.25", output_tokens="10")
+SMALL = Pricing(input_tokens="0.15", output_tokens="0.6")
+TOKENS = {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 500}
+
+
+@pytest.mark.parametrize(
+    ("backend", "scale", "expected"),
+    [
+        # 800 x 2.50 + 200 x 1.25 + 500 x 10 per million = 0.00725.
+        (ref(1), 1_000_000, 7250),
+        # To the nearest thousandth.
+        (ref(1), 1_000, 7),
+        # Cached tokens cost as input when not priced apart: 1000 x 0.15 + 500 x 0.6.
+        (ref(3), 1_000_000, 450),
+        # An unpriced backend costs nothing; /ref/1 is not /ref/10.
+        (ref(0), 1_000_000, 0),
+        (ref(10), 1_000_000, 0),
+    ],
+)
+def test_the_cost_is_priced_by_the_backend_that_answered(
+    backend: str, scale: int, expected: int
+) -> None:
+    expression = governance.cost_expression([(1, GPT), (3, SMALL)], scale)
+    assert evaluate(expression, backend, TOKENS) == expected
+
+
+def test_cached_tokens_above_the_input_count_never_go_negative() -> None:
+    expression = governance.cost_expression([(0, GPT)], 1_000_000)
+    tokens = {"input_tokens": 10, "cached_input_tokens": 20, "output_tokens": 0}
+    assert evaluate(expression, ref(0), tokens) == 25
+
+
+def test_the_route_prices_each_endpoint_it_routes_to() -> None:
+    xr = service(entry(1, 0, provider="openai"), entry(1, 1, provider="small"))
+    priced = {"inputTokens": "2.5", "outputTokens": "10"}
+    required = fleet(
+        [third_party("openai", pricing=priced)],
+        [third_party("small", labels={"provider": "small"}, credentialRef={"name": "openai"})],
+    )
+    out = run(compose, request(xr, required=required))
+    assert out.fatal == []
+    backends = model_routes(out)["public"]["spec"]["backends"]
+    assert [b.get("pricing") for b in backends] == [priced, None]
+    route = manifest(route_of(out), AI_GATEWAY_ROUTE_KEY)
+    costs = {c["metadataKey"]: c for c in route["spec"]["llmRequestCosts"]}
+    assert costs["llm_cached_input_token"] == {
+        "metadataKey": "llm_cached_input_token",
+        "type": "CachedInputToken",
+    }
+    cel = costs["cost"]["cel"]
+    assert evaluate(cel, ref(0), {**TOKENS, "cached_input_tokens": 0}) == 7500
+    assert evaluate(cel, ref(1), TOKENS) == 0
+
+
+@pytest.mark.parametrize("price", ["-1", "1e3", "1,5", "12345678", "0.0000001"])
+def test_a_bad_price_is_a_fatal_result_naming_the_field(price: str) -> None:
+    from fleetgate.model_endpoint.composer import compose as compose_endpoint  # noqa: PLC0415
+
+    endpoint = third_party("openai", pricing={"inputTokens": price})
+    out = run(compose_endpoint, request(endpoint))
+    assert len(out.fatal) == 1
+    assert "spec.pricing.inputTokens" in out.fatal[0]
+
+
+def test_every_decimal_the_xrd_takes_is_exact_in_cel() -> None:
+    # Prices go into CEL as doubles: six decimals of a price up to 10^7 stay exact
+    # enough that a million tokens cost the price to the millionth.
+    for price in ("9999999.999999", "0.000001", "2.5"):
+        expression = governance.cost_expression([(0, Pricing(output_tokens=price))], 1_000_000)
+        cost = evaluate(
+            expression,
+            ref(0),
+            {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 1_000_000},
+        )
+        assert cost == Decimal(price) * 1_000_000
