@@ -49,7 +49,7 @@ test:
 checks:
 	$(MAKE) --jobs=1 lint typecheck pytest
 e2e-prerequisites:
-	$(MAKE) --jobs=1 controlplane-bins packages
+	$(MAKE) --jobs=1 controlplane-bins packages redis-server
 
 lint: deps
 	$(VENV)/bin/ruff check $(SOURCES)
@@ -111,6 +111,7 @@ REGISTRY_VERSION := $(call pinned,tools/controlplane/registry/go.mod,github.com/
 TM_VERSION := $(call pinned,tools/controlplane/trust-manager/go.mod,github.com/cert-manager/trust-manager)
 EG_VERSION := $(call pinned,tools/egctl/go.mod,github.com/envoyproxy/gateway)
 HELM_VERSION := $(call pinned,tools/controlplane/helm/go.mod,helm.sh/helm/v3)
+RATELIMIT_VERSION := $(call pinned,tools/ratelimit/go.mod,github.com/envoyproxy/ratelimit)
 KUBE_APISERVER := $(BIN)/kubernetes-$(K8S_VERSION)/kube-apiserver
 KUBE_CONTROLLER_MANAGER := $(BIN)/kubernetes-$(K8S_VERSION)/kube-controller-manager
 KUBECTL := $(BIN)/kubernetes-$(K8S_VERSION)/kubectl
@@ -123,8 +124,9 @@ TRUST_MANAGER := $(BIN)/trust-manager-$(TM_VERSION)/trust-manager
 EGCTL := $(BIN)/egctl-$(EG_VERSION)/egctl
 ENVOY_GATEWAY := $(BIN)/envoy-gateway-$(EG_VERSION)/envoy-gateway
 HELM := $(BIN)/helm-$(HELM_VERSION)/helm
+RATELIMIT := $(BIN)/ratelimit-$(RATELIMIT_VERSION)/ratelimit
 CONTROLPLANE_BINS := $(ETCD) $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) $(CROSSPLANE_CORE) \
-	$(PROVIDER_KUBERNETES) $(REGISTRY) $(TRUST_MANAGER) $(HELM) $(ENVOY_GATEWAY)
+	$(PROVIDER_KUBERNETES) $(REGISTRY) $(TRUST_MANAGER) $(HELM) $(ENVOY_GATEWAY) $(RATELIMIT)
 GOBUILD := nice -n 10 go build -trimpath
 
 .PHONY: controlplane-bins egctl
@@ -171,6 +173,18 @@ $(EGCTL): tools/egctl/go.mod tools/egctl/go.sum
 	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
 $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/envoy-gateway
+# Envoy's rate-limit service at the version Envoy Gateway's go.mod requires, static too: it
+# runs under the root directory of the pod Envoy Gateway provisions (e2e/controlplane/ratelimit.py).
+$(RATELIMIT): tools/ratelimit/go.mod tools/ratelimit/go.sum
+	cd tools/ratelimit && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/ratelimit/src/service_cmd
+
+# The rate-limit service's Redis on the real control plane is Debian's redis-server, installed
+# when missing and we may (CI runs as root on Debian); without it make e2e cannot run.
+.PHONY: redis-server
+redis-server:
+	@command -v redis-server >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -qq redis-server >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }; }; } || \
+	  { echo "make e2e needs redis-server (Debian: apt-get install redis-server, as root)" >&2; exit 1; }
 
 ## e2e: the example fleet on a real control plane (etcd, three kube-apiservers with their
 ## controller managers, Crossplane core and RBAC manager, provider-kubernetes, a local OCI
@@ -193,12 +207,12 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(XP_CORE_BIN) CROSSPLANE_CORE_MODULE=$(XP_CORE_MODULE) $(XP_LINE_ENV) \
 	CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
-	ENVOY_GATEWAY=$(ENVOY_GATEWAY)
+	ENVOY_GATEWAY=$(ENVOY_GATEWAY) RATELIMIT=$(RATELIMIT) REDIS_SERVER=$$(command -v redis-server)
 .PHONY: e2e up down routes
-e2e: deps controlplane-bins packages $(XP_CORE_BIN)
+e2e: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
 ## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
-up: deps controlplane-bins packages $(XP_CORE_BIN)
+up: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 	$(if $(filter-out examples/fleet examples/fleet/,$(FLEET)),$(error FLEET=examples/fleet is the fleet make up can apply))
 	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up $(if $(FLEET),--fleet)
 down:

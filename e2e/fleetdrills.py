@@ -368,18 +368,18 @@ def access_restricted(
         problems += driver.settle(
             f"{describe(key)} restricted to {', '.join(callers)}: only they on {public}, "
             "each within its limits",
-            partial(_restricted, driver, key, public, tuple(callers), tuple(own)),
+            partial(restricted, driver, key, public, tuple(callers), tuple(own)),
             tolerate=[key],
         )
     driver.patch_spec(key, {"access": None})
     problems += driver.settle(
         f"{describe(key)} open again: routed on every gateway selecting it",
-        lambda: _restricted(driver, key, public, None, ()),
+        lambda: restricted(driver, key, public, None, ()),
     )
     return problems
 
 
-def _restricted(
+def restricted(
     driver: Driver,
     key: XRKey,
     public: str,

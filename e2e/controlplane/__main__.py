@@ -31,6 +31,7 @@ from e2e.controlplane import (
     drills,
     fleet,
     processes,
+    ratelimit,
     refusals,
     stack,
     stackcharts,
@@ -87,6 +88,9 @@ def run(command: str, apply_fleet: bool = False) -> int:
             figures = {**st.timings, **converged}
             checks += _secret_drills(sup, st, needles, figures)
             checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
+            checks += _rate_limit_drills(
+                ControlPlane(st.cp, st.workloads, docs), STATE / "ratelimit-drill", figures
+            )
             for refusal in refusals.refusals(st.cp, docs):
                 problem = refusals.attempt(st.cp, refusal)
                 print(f"refused: {refusal.name}" if problem is None else f"FAILED: {problem}")
@@ -208,6 +212,25 @@ def _fleet_drills(
         hits = fleet.secrets_at_rest(driver.cp, needles)
         checks.append(_at_rest(f"after '{title}'", hits))
     return checks
+
+
+def _rate_limit_drills(
+    driver: ControlPlane, workdir: Path, figures: dict[str, float]
+) -> list[bool]:
+    """Limits composed for a service and its gateway, counted by the real rate-limit service
+    of the gateway's cluster (e2e/controlplane/ratelimit.py): one check."""
+    title = "each caller's limits counted by the rate-limit service Envoy Gateway configures"
+    print(f"drill: {title}")
+    (cluster,) = {r.cluster for r in driver.routes() if r.gateway == ratelimit.GATEWAY}
+    if cluster not in ratelimit.services():
+        print(f"  FAILED: no rate-limit service runs on {cluster}")
+        return [False]
+    outcome = ratelimit.drill(driver, driver.workloads[cluster], workdir)
+    figures[f"seconds until '{title}' loaded"] = round(outcome.seconds_to_load, 1)
+    for line in outcome.observed:
+        print(f"  {line}")
+    print("\n".join(f"  FAILED: {p}" for p in outcome.problems) or f"  passed: {title}")
+    return [not outcome.problems]
 
 
 def _at_rest(when: str, hits: list[str]) -> bool:

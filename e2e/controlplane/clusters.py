@@ -12,6 +12,7 @@ There are no nodes, no scheduler and no kubelet: nothing runs in a pod.
 
 import base64
 import os
+import shutil
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,9 @@ START_TIMEOUT_S = 120.0
 
 
 def binary(name: str) -> str:
-    """A pinned binary's path, handed over by the Makefile (the one place that knows them)."""
+    """A pinned binary's path, handed over by the Makefile (the one place that knows them)
+    in the variable of its name: ENVOY_GATEWAY for ``envoy-gateway``, REDIS_SERVER
+    (Debian's) for ``redis-server``."""
     variable = name.upper().replace("-", "_")
     path = os.environ.get(variable)
     if not path or not Path(path).is_file():
@@ -45,7 +48,21 @@ def binary(name: str) -> str:
             f"{variable} does not name a built binary ({path!r}): run through `make e2e`, "
             "which builds the pinned control-plane binaries into .cache/bin"
         )
-    return str(Path(path).resolve())
+    # Absolute, but a symbolic link kept: Debian's redis-server is one to redis-check-rdb,
+    # which acts on the name it is run by.
+    return str(Path(path).absolute())
+
+
+def place_binary(name: str, image: Path) -> None:
+    """Put the pinned binary ``name`` at ``image`` in a pod's root directory, once: a hard
+    link where it can be, else a copy."""
+    if image.exists():
+        return
+    built = binary(name)
+    if os.stat(built).st_dev == os.stat(image.parent).st_dev:
+        os.link(built, image)
+    else:
+        shutil.copy2(built, image)
 
 
 def write_kubeconfig(path: Path, name: str, server: str, ca: Path, **user: str) -> Path:

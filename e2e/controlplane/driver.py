@@ -31,6 +31,8 @@ ROUTE_KINDS = [
     (AIGW, "BackendSecurityPolicy"),
     # Who may call a model: the policy on the HTTPRoute generated from its route.
     (EG, "SecurityPolicy"),
+    # How much: the route's limits, and its gateway's.
+    (EG, "BackendTrafficPolicy"),
 ]
 # What controllers on a workload cluster make for a remote object, found by owner
 # reference: the HTTPRoute and HTTPRouteFilters AI Gateway generates from a route.

@@ -4,7 +4,9 @@ Envoy Gateway v1.8.3 (``cmd/envoy-gateway``, pinned in tools/egctl/go.mod)
 runs out of cluster from its Helm chart at the pinned tag, rendered with the
 values compose-inference-cluster gives its Release, InferencePool addon
 included (functions/fleetgate/inference_cluster/stack.py). The chart's
-ServiceAccounts, ClusterRoles, Roles and bindings are applied; its certgen
+ServiceAccounts, ClusterRoles, Roles and bindings are applied, and its
+Service and Deployment (Envoy Gateway owns what it provisions by them; no
+pod of that Deployment runs, the controller runs here); its certgen
 Job's container runs once, as the certgen ServiceAccount, and makes the
 control plane's certificates; then the Deployment's container runs with the
 chart's arguments, as the envoy-gateway ServiceAccount, never as an
@@ -39,7 +41,8 @@ certgen runs with ``--disable-topology-injector``, as the chart passes when
 the injector is off. The CRDs come from the pinned set (the chart's own, in
 its crds subchart). The Deployments it provisions are made available by the
 stand-in kubelet and its LoadBalancer Services get an address from the
-stand-in load balancer (standins.py).
+stand-in load balancer (standins.py); the pod of its rate-limit Deployment,
+when its configuration rate-limits, runs for real (ratelimit.py).
 """
 
 import functools
@@ -53,7 +56,7 @@ from pathlib import Path
 import yaml
 
 from e2e.controlplane import charts
-from e2e.controlplane.clusters import Cluster, binary
+from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.kube import Obj, mount_secret
 from e2e.controlplane.processes import Namespace, Supervisor
 from fleetgate.inference_cluster import stack
@@ -64,6 +67,13 @@ MODULE = "github.com/envoyproxy/gateway"
 PINNED_BY = REPO / "tools" / "egctl"
 ENVOY_GATEWAY = next(c for c in stack.CHARTS if c.key == "envoy-gateway")
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+# The chart's own Service and Deployment, applied though nothing runs the Deployment's pod
+# (the controller runs here; the stand-in kubelet marks it available): Envoy Gateway reads
+# their UIDs, with its ServiceAccount's, to own the rate-limit Deployment it provisions,
+# and without them gives that Deployment up at start-up, never to retry
+# (internal/infrastructure/kubernetes/ratelimit_infra.go:23-47, runner/runner.go:159-166,
+# v1.8.3).
+OWNERS = {("Service", "envoy-gateway"), ("Deployment", "envoy-gateway")}
 NAMESPACE = ENVOY_GATEWAY.namespace
 # What the chart's containers take from the downward API (metadata.namespace).
 DOWNWARD = {"ENVOY_GATEWAY_NAMESPACE": NAMESPACE}
@@ -141,13 +151,14 @@ def ai_gateway_grants() -> list[Obj]:
     ]
 
 
-def start(sup: Supervisor, workload: Cluster) -> None:
-    """Install Envoy Gateway's chart objects on ``workload`` and run its controller."""
+def start(sup: Supervisor, workload: Cluster) -> Namespace:
+    """Install Envoy Gateway's chart objects on ``workload`` and run its controller; the
+    network namespace it runs in (the rate-limit service reaches its xDS there)."""
     kube = workload.admin
     objects = chart()
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     for obj in objects:
-        if obj["kind"] in RBAC_KINDS:
+        if obj["kind"] in RBAC_KINDS or (obj["kind"], obj["metadata"]["name"]) in OWNERS:
             kube.apply(obj)
     for obj in [*ai_gateway_grants(), *gateway_classes()]:
         kube.apply(obj)
@@ -168,6 +179,7 @@ def start(sup: Supervisor, workload: Cluster) -> None:
         netns.argv(["chroot", str(root), "/envoy-gateway", *args]),
         env={**env, **DOWNWARD, "KUBECONFIG": "/kubeconfig", "HOME": "/"},
     )
+    return netns
 
 
 def _certgen(workload: Cluster, objects: list[Obj]) -> None:
@@ -220,10 +232,5 @@ def _root(workload: Cluster, objects: list[Obj]) -> Path:
     token = kube.token_for(NAMESPACE, pod["serviceAccountName"])
     (root / "kubeconfig").write_text(workload.kubeconfig_text_for_token(token))
     image = root / "envoy-gateway"
-    if not image.exists():  # a hard link where it can be, else a copy
-        eg = binary("envoy-gateway")
-        if os.stat(eg).st_dev == os.stat(root).st_dev:
-            os.link(eg, image)
-        else:
-            shutil.copy2(eg, image)
+    place_binary("envoy-gateway", image)
     return root

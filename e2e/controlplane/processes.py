@@ -18,9 +18,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 CLONE_NEWNET = 0x40000000
 STOP_GRACE_S = 10.0
+_T = TypeVar("_T")
 
 
 def isolate() -> None:
@@ -197,20 +199,16 @@ class Namespace:
     def argv(self, argv: Sequence[str]) -> list[str]:
         return ["nsenter", f"--net={self.path}", *argv]
 
-    def forward(self, port: int) -> None:
-        """Accept on 127.0.0.1:``port`` in this namespace; connect to the same in ours."""
-        libc = ctypes.CDLL(None, use_errno=True)
-        ours = os.open("/proc/self/ns/net", os.O_RDONLY)
-        theirs = os.open(self.path, os.O_RDONLY)
-        try:
-            # setns changes only the calling thread's namespace; a socket keeps
-            # the namespace it was made in.
-            libc.setns(theirs, CLONE_NEWNET)
-            listener = socket.create_server(("127.0.0.1", port))
-        finally:
-            libc.setns(ours, CLONE_NEWNET)
-            os.close(ours)
-            os.close(theirs)
+    def forward(self, port: int, to: "Namespace | None" = None) -> None:
+        """Accept on 127.0.0.1:``port`` in this namespace; connect to the same in ours, or
+        in ``to``'s (a Service between two pods: the rate-limit service dials Envoy
+        Gateway's xDS)."""
+        listener = _in_netns(self.path, lambda: socket.create_server(("127.0.0.1", port)))
+
+        def dial() -> socket.socket:
+            if to is None:
+                return socket.create_connection(("127.0.0.1", port))
+            return to.connect(port)
 
         def pipe(src: socket.socket, dst: socket.socket) -> None:
             try:
@@ -227,10 +225,33 @@ class Namespace:
             while True:
                 try:
                     client, _ = listener.accept()
-                    upstream = socket.create_connection(("127.0.0.1", port))
+                    upstream = dial()
                 except OSError:
                     continue
                 for a, b in ((client, upstream), (upstream, client)):
                     threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
         threading.Thread(target=serve, daemon=True, name=f"forward-{port}").start()
+
+    def connect(self, port: int, timeout: float = 10.0) -> socket.socket:
+        """A TCP connection to 127.0.0.1:``port`` inside this namespace, for a client here."""
+        return _in_netns(
+            self.path, lambda: socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        )
+
+
+def _in_netns(path: str, make: Callable[[], _T]) -> _T:
+    """``make()`` a socket in the network namespace at ``path``: setns changes only the
+    calling thread's namespace, and a socket keeps the namespace it was made in."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ours = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    theirs = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(theirs, CLONE_NEWNET) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"cannot enter {path}: {os.strerror(errno)}")
+        return make()
+    finally:
+        libc.setns(ours, CLONE_NEWNET)
+        os.close(ours)
+        os.close(theirs)

@@ -21,7 +21,7 @@ import functools
 from pathlib import Path
 
 from e2e import pki
-from e2e.controlplane import charts, envoygateway
+from e2e.controlplane import charts, envoygateway, ratelimit
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
@@ -64,10 +64,12 @@ def local_args(args: list[str], **here: object) -> list[str]:
 
 def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
     _start_trust_manager(sup, workload)
-    envoygateway.start(sup, workload)
+    envoy_gateway = envoygateway.start(sup, workload)
     controllers = Controllers(workload, the_world)
     controllers.start()
     sup.on_stop.append(controllers.stop)
+    # Once Envoy Gateway made its Deployment, when its configuration rate-limits.
+    ratelimit.start(sup, workload, envoy_gateway)
     return controllers
 
 

@@ -1,0 +1,610 @@
+"""Envoy's global rate-limit service on each workload cluster, as Envoy Gateway provisions it.
+
+Once the Envoy Gateway configuration names a rate-limit backend (``rateLimit``,
+as compose-inference-cluster configures it), Envoy Gateway's controller
+creates the ``envoy-ratelimit`` Deployment in its namespace
+(internal/infrastructure/kubernetes/ratelimit/resource.go, v1.8.3) and serves
+that Deployment its configuration over xDS (its globalratelimit runner,
+``:18001``, mutual TLS with certgen's certificates). Here that Deployment's pod
+runs as processes:
+
+* the rate-limit service, github.com/envoyproxy/ratelimit at the version
+  Envoy Gateway v1.8.3's go.mod requires (pinned in tools/ratelimit/go.mod),
+  with the command, environment and security context of the Deployment's
+  container *as Envoy Gateway wrote it on the cluster* (read from the API
+  server, nothing assumed), under its own root directory (``chroot``) holding
+  what the pod mounts: the ``envoy-rate-limit`` Secret certgen filled at
+  ``/certs`` and the ``statsd-exporter-config`` ConfigMap, both from the
+  cluster, with the volumes' modes. So it dials Envoy Gateway's xDS with its
+  client certificate, and the rules it enforces are the ones Envoy Gateway
+  translated from the cluster's BackendTrafficPolicies;
+* Redis (Debian's ``redis-server``), its backend, standing for the Redis
+  Deployment the stack composes behind the configured URL: on the URL's port,
+  on loopback, without persistence.
+
+The pod runs in its own loopback-only network namespace, as a pod has its
+own: its gRPC port (8081, src/settings/settings.go:28 at the pinned version)
+is the port Envoy Gateway's controller serves its probes on
+(internal/provider/kubernetes/kubernetes.go:59, v1.8.3). Every hostname its
+environment names (Envoy Gateway's xDS service, the Redis URL) resolves to
+127.0.0.1 in its root's ``/etc/hosts``, and the xDS port is forwarded to the
+same port in Envoy Gateway's namespace, as the Service would carry it.
+
+Real: the service's binary, its environment and certificates, the xDS
+configuration it loads and Redis counting against it. Not real: DNS (a hosts
+file), Redis's Deployment and Service (one process on the URL's port), and
+Envoy, which would call the service: no Envoy binary is obtainable here, so a
+test calls the service itself with the descriptors Envoy would send
+(``should_rate_limit``, over the service's HTTP ``/json`` endpoint, which
+answers with the same ShouldRateLimit as its gRPC API; e2e/ratelimits.py
+computes the descriptors from the route's xDS).
+"""
+
+import base64
+import http.client
+import json
+import shutil
+import time
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from e2e import ratelimits, translate
+from e2e.controlplane import envoygateway
+from e2e.controlplane.clusters import Cluster, binary, place_binary
+from e2e.controlplane.driver import ControlPlane
+from e2e.controlplane.kube import Obj, mount_secret, wait_for
+from e2e.controlplane.processes import Namespace, Process, Supervisor, wait_listening
+from e2e.fleet import XRKey
+from e2e.fleetdrills import restricted
+from e2e.ratelimits import Descriptor
+from e2e.translate import Translation
+from fleetgate.core import governance, names
+from fleetgate.core.constants import (
+    CALLER_HEADER,
+    SYSTEM_NAMESPACE,
+    TOTAL_TOKENS_KEY,
+)
+from fleetgate.core.kinds.governance import ResolvedLimit
+from fleetgate.model_service import naming as service_naming
+
+NAMESPACE = envoygateway.NAMESPACE
+# The Deployment Envoy Gateway provisions (InfraName, resource.go:96-97, v1.8.3).
+DEPLOYMENT = "envoy-ratelimit"
+CONFIG_KEY = "envoy-gateway.yaml"  # the chart's ConfigMap (templates/envoy-gateway-config.yaml)
+# The service's own defaults, for what the Deployment's environment leaves unset
+# (src/settings/settings.go:19-21 at the pinned version): HTTP (/json, /healthcheck)
+# and the debug listener (/rlconfig, src/service_cmd/runner/runner.go:172-179).
+DEFAULT_PORTS = {"PORT": 8080, "DEBUG_PORT": 6070}
+DEPLOYMENT_TIMEOUT_S = 180.0
+START_TIMEOUT_S = 60.0
+LOAD_TIMEOUT_S = 120.0
+HTTP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Service:
+    """One cluster's running rate-limit service: where to reach it."""
+
+    cluster: str
+    netns: Namespace
+    http_port: int
+    debug_port: int
+    process: Process
+
+
+_RUNNING: dict[str, Service] = {}
+
+
+def configured(objects: Iterable[Obj]) -> Obj | None:
+    """The ``rateLimit`` of the Envoy Gateway configuration the chart renders, if any."""
+    for obj in objects:
+        if obj["kind"] == "ConfigMap" and CONFIG_KEY in (obj.get("data") or {}):
+            config = yaml.safe_load(obj["data"][CONFIG_KEY]) or {}
+            rate_limit = config.get("rateLimit")
+            return dict(rate_limit) if rate_limit else None
+    return None
+
+
+def start(sup: Supervisor, workload: Cluster, envoy_gateway: Namespace) -> Service | None:
+    """Run the ``envoy-ratelimit`` pod of ``workload`` once Envoy Gateway created it; None
+    when its configuration has no rate limiting (then it creates no such Deployment)."""
+    if configured(envoygateway.chart()) is None:
+        return None
+    kube = workload.admin
+
+    def created() -> Obj | None:
+        return kube.get("apps/v1", "Deployment", DEPLOYMENT, NAMESPACE)
+
+    deployment = wait_for(
+        f"Envoy Gateway to create Deployment {NAMESPACE}/{DEPLOYMENT} on {workload.name}",
+        created,
+        DEPLOYMENT_TIMEOUT_S,
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = _env(container, deployment)
+    netns = Namespace(sup, f"{workload.name}-ratelimit")
+    xds_host, xds_port = _host_port(env["CONFIG_GRPC_XDS_SERVER_URL"])
+    netns.forward(xds_port, to=envoy_gateway)
+    redis_host, redis_port = _host_port(env["REDIS_URL"])
+    _start_redis(sup, workload, netns, redis_port)
+    root = _root(workload, pod, container, hosts=(xds_host, redis_host))
+    # As the pod's user (65534, resource.go:520-526), who reads the mounts by their modes.
+    security = {**(pod.get("securityContext") or {}), **(container.get("securityContext") or {})}
+    user = f"--userspec={security.get('runAsUser', 0)}:{security.get('runAsGroup', 0)}"
+    # `env -i`: the pod's environment and nothing of this machine's (the service reads
+    # dozens of variables, PORT and HOST among them).
+    argv = [
+        "env",
+        "-i",
+        *(f"{k}={v}" for k, v in env.items()),
+        _which("chroot"),
+        user,
+        str(root),
+        *container["command"],
+        *(container.get("args") or []),
+    ]
+    proc = sup.start(f"{workload.name}-ratelimit", netns.argv(argv))
+    service = Service(
+        workload.name,
+        netns,
+        int(env.get("PORT", DEFAULT_PORTS["PORT"])),
+        int(env.get("DEBUG_PORT", DEFAULT_PORTS["DEBUG_PORT"])),
+        proc,
+    )
+
+    def healthy() -> bool:
+        try:
+            return _request(service, "GET", service.http_port, "/healthcheck")[0] == 200
+        except OSError:
+            return False
+
+    wait_listening(proc, healthy, START_TIMEOUT_S, "waiting for /healthcheck")
+    _RUNNING[workload.name] = service
+    return service
+
+
+def _env(container: Obj, deployment: Obj) -> dict[str, str]:
+    """The container's environment; the downward API as the pod would fill it."""
+    env: dict[str, str] = {}
+    pod_fields = {
+        "metadata.namespace": NAMESPACE,
+        "metadata.name": f"{deployment['metadata']['name']}-e2e",
+    }
+    for var in container.get("env") or []:
+        if "value" in var:
+            env[var["name"]] = str(var["value"])
+            continue
+        path = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        if path not in pod_fields:
+            raise ValueError(f"{DEPLOYMENT}: cannot fill {var['name']} from {var.get('valueFrom')}")
+        env[var["name"]] = pod_fields[path]
+    return env
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    """``host:port`` (how the Deployment writes both the xDS and the Redis address)."""
+    parsed = urllib.parse.urlsplit(url if "//" in url else f"//{url}")
+    if parsed.hostname is None or parsed.port is None:
+        raise ValueError(f"{DEPLOYMENT}: {url!r} is not host:port")
+    return parsed.hostname, parsed.port
+
+
+def _which(command: str) -> str:
+    found = shutil.which(command)
+    if found is None:
+        raise FileNotFoundError(f"{command} is not installed")
+    return found
+
+
+def _start_redis(sup: Supervisor, workload: Cluster, netns: Namespace, port: int) -> None:
+    """Redis on loopback of the pod's namespace: the composed Redis the URL names."""
+    data = workload.dir / "ratelimit-redis"
+    data.mkdir(exist_ok=True)
+    proc = sup.start(
+        f"{workload.name}-ratelimit-redis",
+        netns.argv(
+            [
+                binary("redis-server"),
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                # Counters of a throwaway plane: nothing written to disk.
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(data),
+            ]
+        ),
+    )
+
+    def pong() -> bool:
+        try:
+            with netns.connect(port, timeout=2) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    wait_listening(proc, pong, START_TIMEOUT_S, "waiting for Redis to answer PING")
+
+
+def _root(workload: Cluster, pod: Obj, container: Obj, hosts: Sequence[str]) -> Path:
+    """The directory the service runs in as its root: what its pod mounts, with the
+    volumes' modes, its hosts file and its binary at the container's command."""
+    kube = workload.admin
+    root = workload.dir / "ratelimit-root"
+    for mount in container.get("volumeMounts") or []:
+        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        into = root / mount["mountPath"].lstrip("/")
+        if "secret" in volume:
+            source = volume["secret"]
+            mount_secret(kube, NAMESPACE, source["secretName"], into, "Envoy Gateway's certgen")
+        elif "configMap" in volume:
+            source = volume["configMap"]
+            _mount_config_map(workload, source, into)
+        else:
+            raise ValueError(f"{DEPLOYMENT}: volume {volume['name']} is of a kind not mounted here")
+        # A Secret or ConfigMap volume's files have its defaultMode (0644 unless set),
+        # which the container's non-root user needs to read them.
+        for path in into.iterdir():
+            path.chmod(int(source.get("defaultMode", 0o644)))
+    for folder in ("tmp", "etc", "bin"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "tmp").chmod(0o1777)
+    # Where the Deployment's hostnames lead in this pod: the xDS forward, and Redis.
+    (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost {' '.join(hosts)}\n")
+    image = root / container["command"][0].lstrip("/")
+    place_binary("ratelimit", image)
+    return root
+
+
+def _mount_config_map(workload: Cluster, source: Obj, into: Path) -> None:
+    """A ConfigMap volume: its keys as files; an optional one absent leaves it empty."""
+    name = source["name"]
+    if source.get("optional"):
+        found = workload.admin.get("v1", "ConfigMap", name, NAMESPACE)
+    else:
+        found = wait_for(
+            f"ConfigMap {NAMESPACE}/{name}",
+            lambda: workload.admin.get("v1", "ConfigMap", name, NAMESPACE),
+            DEPLOYMENT_TIMEOUT_S,
+        )
+    into.mkdir(parents=True, exist_ok=True)
+    for key, text in ((found or {}).get("data") or {}).items():
+        (into / key).write_text(text)
+    for key, value in ((found or {}).get("binaryData") or {}).items():
+        (into / key).write_bytes(base64.b64decode(value))
+
+
+# --- a client, for tests --------------------------------------------------------------
+
+
+def running(cluster: Cluster | str) -> Service:
+    name = cluster if isinstance(cluster, str) else cluster.name
+    try:
+        return _RUNNING[name]
+    except KeyError:
+        raise LookupError(
+            f"no rate-limit service runs for {name}: its Envoy Gateway configuration has no "
+            "rateLimit (functions/fleetgate/inference_cluster/stack.py)"
+        ) from None
+
+
+def _request(
+    service: Service, method: str, port: int, path: str, body: Any = None
+) -> tuple[int, bytes]:
+    """One HTTP request to the service, over a connection made inside its namespace."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT_S)
+    conn.sock = service.netns.connect(port, timeout=HTTP_TIMEOUT_S)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if data is None else {"Content-Type": "application/json"}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+DescriptorLike = Descriptor | Sequence[tuple[str, str]]
+
+
+def _descriptor_json(descriptor: DescriptorLike) -> Obj:
+    if isinstance(descriptor, Descriptor):
+        return descriptor.json()
+    return {"entries": [{"key": k, "value": v} for k, v in descriptor]}
+
+
+def should_rate_limit(
+    cluster: Cluster | str,
+    domain: str,
+    descriptors: Iterable[DescriptorLike],
+    hits_addend: int = 1,
+) -> Obj:
+    """ShouldRateLimit, as Envoy's rate-limit filter asks it, through the service's ``/json``
+    endpoint (src/server/server_impl.go:83-140, 161-163 at the pinned version): the
+    RateLimitResponse as protojson (``overallCode`` OK or OVER_LIMIT, one ``statuses``
+    entry per descriptor). The endpoint answers 200 for OK and 429 for OVER_LIMIT; any
+    other status (an unknown answer, a refused request) raises."""
+    service = running(cluster)
+    request = {
+        "domain": domain,
+        "descriptors": [_descriptor_json(d) for d in descriptors],
+        "hitsAddend": hits_addend,
+    }
+    status, body = _request(service, "POST", service.http_port, "/json", request)
+    if status not in (200, 429):
+        raise RuntimeError(
+            f"{service.cluster}: /json answered {status}: {body.decode(errors='replace')}"
+        )
+    answer: Obj = json.loads(body)
+    return answer
+
+
+class Limit(NamedTuple):
+    """One limit of the loaded configuration, as the service's ``/rlconfig`` prints it
+    (src/config/config_impl.go:110-121 at the pinned version)."""
+
+    # The domain, then each descriptor entry as `key_value` (or `key` where the
+    # configuration gives no value), joined with dots (config_impl.go:141-147).
+    key: str
+    unit: str
+    requests_per_unit: int
+    shadow_mode: bool
+    quota_mode: bool
+
+    def in_domain(self, domain: str) -> bool:
+        return self.key.startswith(f"{domain}.")
+
+    def entries(self, domain: str) -> list[tuple[str, str]]:
+        """The descriptor under ``domain``: (key, value) pairs, value "" where any value
+        matches. `key_value` is ambiguous in general; Envoy Gateway's values are either its
+        key itself (a generic key, a header match) or absent (a distinct match), which this
+        reads unambiguously."""
+        found = []
+        for part in self.key.removeprefix(f"{domain}.").split("."):
+            half = (len(part) - 1) // 2
+            if len(part) % 2 == 1 and part[half] == "_" and part[:half] == part[half + 1 :]:
+                found.append((part[:half], part[:half]))
+            else:
+                found.append((part, ""))
+        return found
+
+
+def parse_limit(line: str) -> Limit:
+    key, _, rest = line.partition(": unit=")
+    unit, _, rest = rest.partition(" requests_per_unit=")
+    requests, _, rest = rest.partition(", shadow_mode: ")
+    shadow, _, quota = rest.partition(", quota_mode: ")
+    return Limit(key, unit, int(requests), shadow == "true", quota.strip() == "true")
+
+
+def config(cluster: Cluster | str) -> list[Limit]:
+    """Every limit the service has loaded, from its debug listener's ``/rlconfig``."""
+    service = running(cluster)
+    status, body = _request(service, "GET", service.debug_port, "/rlconfig")
+    if status != 200:
+        raise RuntimeError(f"{service.cluster}: /rlconfig answered {status}")
+    return [parse_limit(line) for line in body.decode().splitlines() if line.strip()]
+
+
+def wait_for_domain(
+    cluster: Cluster | str, domain: str, timeout: float = LOAD_TIMEOUT_S, containing: str = ""
+) -> list[Limit]:
+    """The limits of ``domain`` once the service has loaded any (with ``containing``: one
+    whose key contains it), as Envoy Gateway's xDS delivered them."""
+
+    def loaded() -> list[Limit]:
+        limits = [limit for limit in config(cluster) if limit.in_domain(domain)]
+        return limits if any(containing in limit.key for limit in limits) else []
+
+    found: list[Limit] = wait_for(
+        f"the rate-limit service of {cluster if isinstance(cluster, str) else cluster.name} "
+        f"to load domain {domain}" + (f" with {containing}" if containing else ""),
+        loaded,
+        timeout,
+        interval=0.5,
+    )
+    return found
+
+
+# --- the drill ---------------------------------------------------------------------------
+
+# What the drill gives team-a/chat on the public gateway, besides that gateway's
+# own limits (examples/fleet/30-gateways.yaml): each caller 3 requests a minute,
+# team-b at most 1000 tokens a day.
+SERVICE: XRKey = ("ModelService", "team-a", "chat")
+GATEWAY = "public"
+CALLERS = ("team-a", "team-b")
+LIMITS = (
+    ({"requests": 3, "per": "Minute"}, "3 requests/Minute for each caller"),
+    ({"tokens": 1000, "per": "Day", "callers": ["team-b"]}, "1000 tokens/Day for each of team-b"),
+)
+# The live objects of the kinds that make up a gateway's xDS, for egctl.
+TRANSLATED = (
+    ("gateway.networking.k8s.io/v1", "GatewayClass", ""),
+    *(
+        (api, kind, SYSTEM_NAMESPACE)
+        for api, kinds in (
+            ("gateway.networking.k8s.io/v1", ("Gateway", "HTTPRoute")),
+            (
+                "gateway.envoyproxy.io/v1alpha1",
+                (
+                    "Backend",
+                    "BackendTrafficPolicy",
+                    "ClientTrafficPolicy",
+                    "EnvoyPatchPolicy",
+                    "EnvoyProxy",
+                    "HTTPRouteFilter",
+                    "SecurityPolicy",
+                ),
+            ),
+            ("v1", ("ConfigMap", "Secret")),
+        )
+        for kind in kinds
+    ),
+)
+METADATA_KEPT = ("name", "namespace", "labels", "annotations", "generation")
+
+
+class DrillOutcome(NamedTuple):
+    problems: list[str]
+    seconds_to_load: float
+    # What the service answered, for the reader of the run.
+    observed: list[str]
+
+
+def live_xds(workload: Cluster, workdir: Path) -> Translation:
+    """What Envoy Gateway's translator makes of the gateway objects on ``workload`` now.
+
+    The same objects Envoy Gateway's controller there translates into the xDS it
+    serves Envoy and the configuration it serves the rate-limit service, read
+    from the cluster's API server, run through egctl (its translator, offline).
+    """
+    objects = []
+    for api_version, kind, namespace in TRANSLATED:
+        for obj in workload.admin.list(api_version, kind, namespace):
+            meta = {k: v for k, v in obj["metadata"].items() if k in METADATA_KEPT}
+            objects.append({**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta})
+    return translate.translate(objects, workdir)
+
+
+def _request_descriptors(sent: Sequence[Descriptor]) -> list[Descriptor]:
+    return [d for d in sent if not d.on_stream_done]
+
+
+def _counted(sent: Sequence[Descriptor], metadata_key: str) -> Descriptor:
+    """The descriptor Envoy sends as the response ends, counting ``metadata_key``."""
+    (found,) = [
+        d for d in sent if d.on_stream_done and f":{metadata_key})" in str(d.hits_addend_format)
+    ]
+    return found
+
+
+def _code(answer: Obj, index: int | None = None) -> str:
+    if index is None:
+        return str(answer.get("overallCode"))
+    return str((answer.get("statuses") or [{}] * (index + 1))[index].get("code"))
+
+
+def _monthly_budget(driver: ControlPlane) -> ResolvedLimit:
+    """The gateway's monthly cost limit, as examples/fleet gives it."""
+    auth = driver.xrs()[("InferenceGateway", "", GATEWAY)]["spec"]["auth"]
+    (budget,) = [
+        ResolvedLimit.model_validate(limit)
+        for limit in auth.get("limits") or []
+        if "cost" in limit and limit["per"] == "Month"
+    ]
+    return budget
+
+
+def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcome:
+    """team-a/chat limited on the public gateway, counted by the real rate-limit service.
+
+    The ModelService's limits and the gateway's reach Envoy Gateway as composed
+    policies; the service loads what Envoy Gateway serves it; the descriptors
+    sent are what the translated xDS says Envoy would send for each caller
+    (e2e/ratelimits.py). Then: a caller's fourth request of the minute is
+    refused and another caller's first is not; tokens counted as responses end
+    use up team-b's day, and its next request is refused while team-a's are
+    not; the gateway's monthly cost budget holds for the month and is each
+    caller's own. The restriction is lifted at the end.
+    """
+    route_name = service_naming.ai_gateway_route_name(
+        service_naming.Service(SERVICE[1], SERVICE[2]), GATEWAY
+    )
+    gateway = names.fleet_gateway(GATEWAY)
+    started = time.monotonic()
+    limits = [limit for limit, _ in LIMITS]
+    driver.patch_spec(SERVICE, {"access": {"callers": list(CALLERS), "limits": limits}})
+    problems = driver.settle(
+        f"{SERVICE[1]}/{SERVICE[2]} limited on {GATEWAY}",
+        partial(restricted, driver, SERVICE, GATEWAY, CALLERS, tuple(r for _, r in LIMITS)),
+        tolerate=[SERVICE],
+    )
+    t = live_xds(workload, workdir)
+    (route,) = [
+        r
+        for name, r in ratelimits.routes(t.route_configs(gateway, SYSTEM_NAMESPACE)).items()
+        if name.startswith(f"httproute/{SYSTEM_NAMESPACE}/{route_name}/rule/0/")
+    ]
+    domains = ratelimits.listener_domains(t.listeners(gateway, SYSTEM_NAMESPACE))
+    sent = {
+        caller: ratelimits.descriptors(route, {CALLER_HEADER: caller}, domains)
+        for caller in CALLERS
+    }
+    own, shared = f"{SYSTEM_NAMESPACE}/{gateway}/https", f"{SYSTEM_NAMESPACE}/{gateway}-failover"
+    for domain in (own, shared):
+        wait_for_domain(workload, domain, containing=route_name if domain == own else "")
+    loaded = time.monotonic() - started
+    for caller, by_domain in sent.items():
+        if sorted(by_domain) != sorted([own, shared]):
+            problems.append(f"{caller}'s requests go to the domains {sorted(by_domain)}")
+            return DrillOutcome(problems, loaded, [])
+
+    def ask(caller: str, domain: str) -> Obj:
+        return should_rate_limit(workload, domain, _request_descriptors(sent[caller][domain]))
+
+    # Requests: team-a's fourth of the minute is over its limit; team-b's first is not.
+    codes = [_code(ask("team-a", own)) for _ in range(4)] + [_code(ask("team-b", own))]
+    if codes != ["OK", "OK", "OK", "OVER_LIMIT", "OK"]:
+        problems.append(f"3 requests a minute each: team-a x4 then team-b answered {codes}")
+    # Tokens: only team-b's requests carry the token limit; two answers of 600 tokens
+    # use up its 1000 a day, and its next request is refused on the token limit.
+    if any(d.on_stream_done for d in sent["team-a"][own]):
+        problems.append(f"team-a's requests count tokens against team-b's limit: {sent['team-a']}")
+    tokens = _counted(sent["team-b"][own], TOTAL_TOKENS_KEY)
+    for _ in range(2):
+        should_rate_limit(workload, own, [tokens._replace(hits_addend=600)])
+    check = _request_descriptors(sent["team-b"][own])
+    token_check = next(i for i, d in enumerate(check) if d.hits_addend == 0)
+    answer = should_rate_limit(workload, own, check)
+    if _code(answer, token_check) != "OVER_LIMIT":
+        problems.append(f"team-b past 1000 tokens a day is not refused: {answer}")
+    # Cost: the gateway's monthly budget, each caller apart: answers costing one unit
+    # less than the budget leave team-a under it, one more unit puts it over.
+    budget = _monthly_budget(driver)
+    amount, key = governance.counter(budget)
+    cost = _counted(sent["team-a"][shared], str(key))
+    should_rate_limit(workload, shared, [cost._replace(hits_addend=amount - 1)])
+    before = ask("team-a", shared)
+    should_rate_limit(workload, shared, [cost._replace(hits_addend=2)])
+    after, other = ask("team-a", shared), ask("team-b", shared)
+    if (_code(before), _code(after), _code(other)) != ("OK", "OVER_LIMIT", "OK"):
+        problems.append(
+            f"{budget.cost} a month: team-a before/after, team-b: {before}, {after}, {other}"
+        )
+    month = [
+        s for s in after.get("statuses") or [] if s.get("currentLimit", {}).get("unit") == "MONTH"
+    ]
+    reset = max((int(str(s.get("durationUntilReset", "0s")).rstrip("s")) for s in month), default=0)
+    if not month or not 0 < reset <= 30 * 86_400:
+        problems.append(f"the monthly budget's window: {after}")
+    driver.patch_spec(SERVICE, {"access": None})
+    problems += driver.settle(
+        f"{SERVICE[1]}/{SERVICE[2]} open again",
+        lambda: restricted(driver, SERVICE, GATEWAY, None, ()),
+    )
+    observed = [
+        f"3 requests a minute each, team-a x4 then team-b: {' '.join(codes)}",
+        f"team-b after 1200 of its 1000 tokens a day: {_code(answer, token_check)}",
+        f"cost {budget.cost} a month ({amount} units of {key}): team-a one unit under, "
+        f"then over, team-b: {_code(before)} {_code(after)} {_code(other)}; "
+        f"the window resets in {reset} s",
+    ]
+    return DrillOutcome(problems, loaded, observed)
+
+
+def services() -> list[str]:
+    """The workload clusters whose rate-limit service runs."""
+    return sorted(_RUNNING)
