@@ -100,10 +100,6 @@ class Server:
         """The process's high-water mark of resident memory (VmHWM)."""
         return round(_memory_kib(self.proc.pid, "VmHWM") / 1024, 1)
 
-    @property
-    def rss_mib(self) -> float:
-        return round(_memory_kib(self.proc.pid, "VmRSS") / 1024, 1)
-
 
 @contextlib.contextmanager
 def serving(script: str) -> Iterator[Server]:

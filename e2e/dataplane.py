@@ -688,6 +688,9 @@ def rate_limit_problems(
     gateway's, so retries and outlier detection stay: the other checks say
     so); on the listener every rate-limit filter must come after API-key
     authentication, which sets the caller header the counters are keyed by.
+    AI Gateway's extension server, absent here, inserts its ext_proc before
+    the first RBAC or rate-limit filter (internal/extensionserver/
+    post_translate_modify.go:1084-1130 at v1.1.0), so the model is known too.
     """
     problems = []
     for policy in t.objects("backendTrafficPolicies"):

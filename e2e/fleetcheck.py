@@ -291,15 +291,14 @@ def on_emulation(drill: fleetdrills.Drill) -> Callable[[Fleet], list[str]]:
     return lambda fleet: drill(Emulation(fleet))
 
 
-_SHARED = list(fleetdrills.DRILLS.items())
+# The offline walk's own drills first, then every shared one by its name.
 DRILLS = {
     "first call of a reconcile (nothing resolved): nothing deleted": drill_nothing_resolved,
     "InferenceClusters unresolvable: nothing composed earlier is deleted": (
         drill_cluster_unresolvable
     ),
-    _SHARED[0][0]: on_emulation(_SHARED[0][1]),  # the drain
     "a deleted credential takes the fallback out of the route, with a warning": (
         drill_credential_deleted
     ),
-    **{title: on_emulation(drill) for title, drill in _SHARED[1:]},
+    **{title: on_emulation(drill) for title, drill in fleetdrills.DRILLS.items()},
 }

@@ -51,9 +51,6 @@ class Kube:
     _context: ssl.SSLContext | None = field(default=None, repr=False)
     _resources: dict[tuple[str, str], Resource] = field(default_factory=dict, repr=False)
 
-    def with_token(self, token: str) -> "Kube":
-        return Kube(self.server, self.ca_file, token=token)
-
     # --- transport -------------------------------------------------------------
 
     def _ssl(self) -> ssl.SSLContext:

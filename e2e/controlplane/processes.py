@@ -36,18 +36,6 @@ def isolate() -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 
 
-def enter(pid: int) -> None:
-    """Join the network namespace of a running control plane (``make up``'s)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"cannot join the control plane's network: {os.strerror(errno)}")
-    finally:
-        os.close(fd)
-
-
 class ProcessDiedError(RuntimeError):
     pass
 
