@@ -189,7 +189,8 @@ LIMIT_CASES = [
     )
 ]
 
-CASES = LIMIT_CASES + [
+CASES = [
+    *LIMIT_CASES,
     # --- ModelEndpoint spec.origin --------------------------------------------
     ok("origin-https", ME, ORIGIN, "https://api.openai.com"),
     ok("origin-https-port", ME, ORIGIN, "https://api.openai.com:8443"),
