@@ -7,6 +7,7 @@ problems, empty when the fact holds, like ``e2e.fleetcheck``.
 """
 
 import copy
+import json
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -709,6 +710,70 @@ def rate_limit_problems(
     found = route_rate_limits(t, gateway, route)
     if sorted(found, key=repr) != sorted(expected, key=repr):
         problems.append(f"route {route}: counts {found}, not {expected}")
+    return problems
+
+
+CUSTOM_RESPONSE = "envoy.filters.http.custom_response"
+
+
+def _local_statuses(matcher: Obj) -> list[str]:
+    """The status codes a custom-response matcher replaces, when Envoy itself replied."""
+    predicates = ((matcher.get("predicate") or {}).get("andMatcher") or {}).get("predicate") or []
+    inputs = {
+        str(((p.get("singlePredicate") or {}).get("input") or {}).get("name")): (
+            (p.get("singlePredicate") or {}).get("valueMatch") or {}
+        ).get("exact")
+        for p in predicates
+    }
+    local = inputs.get("http-response-local-reply-match-input") == "true"
+    status = inputs.get("http-response-status-code-match-input")
+    return [str(status)] if local and status else []
+
+
+def refusal_problems(
+    t: Translation, gateway: str, route: str, section: str, model: str
+) -> list[str]:
+    """Envoy's own 403 and 429 on the model's route come back as JSON naming the model.
+
+    The route enables a custom-response filter of its own (disabled on the
+    listener, turned on per route) replacing only local replies (a backend's
+    403 or 429 passes untouched), and the filter comes before authentication,
+    RBAC and the rate limits in the chain, so their replies pass it on the
+    way back (internal/xds/translator/custom_response.go at v1.8.3).
+    """
+    problems = []
+    filters = {
+        str(f.get("name")): f
+        for chain in _chains(listener(t, gateway, section) or {})
+        for f in _hcm(chain).get("httpFilters") or []
+    }
+    order = list(filters)
+    for r in _routes(t, gateway, route):
+        enabled = [
+            name
+            for name in (r.get("typedPerFilterConfig") or {})
+            if name.startswith(CUSTOM_RESPONSE)
+        ]
+        if len(enabled) != 1 or enabled[0] not in filters:
+            problems.append(f"{r.get('name')}: custom responses enabled: {enabled}")
+            continue
+        name = enabled[0]
+        later = [f for f in (API_KEY_AUTH, RBAC, RATE_LIMIT) if f in order]
+        if any(order.index(name) > order.index(f) for f in later):
+            problems.append(f"{gateway}/{section}: {name} misses replies of {later}: {order}")
+        matchers = (
+            (filters[name].get("typedConfig") or {}).get("customResponseMatcher") or {}
+        ).get("matcherList", {}).get("matchers") or []
+        bodies = {
+            status: m["onMatch"]["action"]["typedConfig"]["bodyFormat"]["textFormat"]
+            for m in matchers
+            for status in _local_statuses(m)
+        }
+        if sorted(bodies) != ["403", "429"]:
+            problems.append(f"{r.get('name')}: local replies replaced: {sorted(bodies)}")
+        for status, body in bodies.items():
+            if json.loads(body).get("error", {}).get("model") != model:
+                problems.append(f"{r.get('name')}: the {status} body does not name {model}: {body}")
     return problems
 
 

@@ -341,7 +341,7 @@ def test_drill_a_limited_model_counts_each_caller_after_authentication(limited: 
 def test_drill_the_rate_limit_check_sees_a_limit_that_is_not_there(
     limited: Fleet, clusters: dict[str, Cluster]
 ) -> None:
-    """The unlimited fleet's route does not pass for the limited one."""
+    """The unlimited fleet's route passes neither for the limited one's limits nor refusals."""
     route = _public_route(clusters)
     gateway = names.fleet_gateway("public")
     objects = translate.cluster_objects(limited)[PUBLIC]
@@ -352,6 +352,11 @@ def test_drill_the_rate_limit_check_sees_a_limit_that_is_not_there(
         clusters[PUBLIC].result, gateway, route, "https", expected
     )
     assert any("counts" in p for p in problems), problems
+    refusals = dataplane.refusal_problems(
+        clusters[PUBLIC].result, gateway, route, "https", "team-a/chat"
+    )
+    # Only the gateway's own 429 (examples/fleet limits it): no 403, no model named.
+    assert any("local replies replaced: ['429']" in p for p in refusals), refusals
 
 
 def test_drill_the_access_check_sees_a_policy_that_replaces_authentication(

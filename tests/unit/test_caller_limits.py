@@ -11,6 +11,7 @@ service (make e2e).
 """
 
 import copy
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -24,7 +25,7 @@ from fleetgate.core.kinds.governance import COST_MAX, CallerLimit, Pricing, Reso
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
-    CALLER_LIMITS_KEY,
+    CALLER_TRAFFIC_KEY,
     ai_gateway_route_name,
 )
 from tests.support import inference_gateway as gw_support
@@ -66,7 +67,7 @@ def with_group(name: str, keys: list[str]) -> dict[str, list[dict[str, Any]]]:
 
 
 def rules(out: Any, gw: str = "public") -> list[dict[str, Any]]:
-    policy = manifest(route_of(out, gw), CALLER_LIMITS_KEY)
+    policy = manifest(route_of(out, gw), CALLER_TRAFFIC_KEY)
     found: list[dict[str, Any]] = policy["spec"]["rateLimit"]["global"]["rules"]
     return found
 
@@ -80,7 +81,7 @@ def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> Non
     )
     assert out.fatal == []
     route = route_of(out)
-    policy = manifest(route, CALLER_LIMITS_KEY)
+    policy = manifest(route, CALLER_TRAFFIC_KEY)
     name = ai_gateway_route_name(SVC, "public")
     assert (policy["kind"], policy["metadata"]["name"]) == ("BackendTrafficPolicy", name)
     assert policy["spec"] == {
@@ -97,6 +98,7 @@ def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> Non
                 ]
             }
         },
+        "responseOverride": governance.refusals(model="team-a/chat"),
     }
     assert out.conditions["AccessResolved"] == (
         "True",
@@ -163,15 +165,22 @@ def test_a_limit_narrowed_to_a_missing_group_limits_nobody_and_says_which_field(
     status, reason, message = out.conditions["AccessResolved"]
     assert (status, reason) == ("False", "CallersMissing")
     assert "spec.access.limits[0].groups[0]: Secret fleetgate-system/gone not found" in message
-    assert CALLER_LIMITS_KEY not in route_of(out).desired
+    assert "rateLimit" not in manifest(route_of(out), CALLER_TRAFFIC_KEY)["spec"]
 
 
-def test_without_limits_no_traffic_policy_is_composed() -> None:
+def test_without_limits_the_route_has_refusal_bodies_and_no_rate_limit() -> None:
     xr = copy.deepcopy(CANARY)
     xr["spec"]["access"] = {"callers": ["ci"]}
     out = run(compose, request(xr, required=canary_fleet()))
     assert "limits" not in model_routes(out)["public"]["spec"]["access"]
-    assert CALLER_LIMITS_KEY not in route_of(out).desired
+    spec = manifest(route_of(out), CALLER_TRAFFIC_KEY)["spec"]
+    assert "rateLimit" not in spec
+    assert [o["match"]["statusCodes"][0]["value"] for o in spec["responseOverride"]] == [403, 429]
+
+
+def test_without_access_the_route_composes_no_traffic_policy() -> None:
+    out = run(compose, request(CANARY, required=canary_fleet()))
+    assert CALLER_TRAFFIC_KEY not in route_of(out).desired
 
 
 @pytest.mark.parametrize(
@@ -228,6 +237,33 @@ def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
 
 def test_a_gateway_without_limits_has_no_rate_limit() -> None:
     assert gateway_rules() == []
+
+
+def test_a_gateway_with_limits_answers_its_429_in_json_naming_itself() -> None:
+    out = gw_support.fleet(
+        full=True, auth={**gw_support.FULL_SPEC["auth"], "limits": [{"requests": 1, "per": "Day"}]}
+    ).settled()
+    policy = gw_support.manifest(out.desired["failover-policy"])
+    (override,) = policy["spec"]["responseOverride"]
+    assert override["source"] == "Local", "a provider's own 429 is passed on untouched"
+    body = json.loads(override["response"]["body"]["inline"])["error"]
+    assert "InferenceGateway " in body["message"]
+    assert body["limit"] == "%RESP(X-RATELIMIT-LIMIT)%"
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_refusal_is_json_naming_the_model_and_rule_never_a_caller(status: int) -> None:
+    (override,) = [
+        o
+        for o in governance.refusals(model="team-a/chat")
+        if o["match"]["statusCodes"] == [{"type": "Value", "value": status}]
+    ]
+    assert override["source"] == "Local"
+    assert override["response"]["contentType"] == "application/json"
+    body = json.loads(override["response"]["body"]["inline"])["error"]
+    assert body["model"] == "team-a/chat"
+    assert "spec.access" in body["message"]
+    assert "team-a-ci" not in json.dumps(body)
 
 
 # --- what a response costs -------------------------------------------------------------

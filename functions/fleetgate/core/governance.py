@@ -17,6 +17,7 @@ evaluates per response with the backend that answered (internal/llmcostcel/
 cel.go:19-45, internal/extproc/processor_impl.go:849-895 at v1.1.0).
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Final, NamedTuple
@@ -251,4 +252,77 @@ def llm_request_costs(priced: Sequence[tuple[int, Pricing]]) -> list[dict[str, s
     return [
         {"metadataKey": key, "type": "CEL", "cel": cost_expression(priced, scale)}
         for scale, key in COST_KEYS.items()
+    ]
+
+
+# --- refusals ---------------------------------------------------------------------
+
+# What Envoy's rate-limit filter says of the limit it applied, on its 429
+# (Envoy Gateway enables the draft-03 headers, internal/xds/translator/
+# ratelimit.go:117-171 at v1.8.3): "<quota>, <quota>;w=<window seconds>".
+_LIMIT_APPLIED: Final = "%RESP(X-RATELIMIT-LIMIT)%"
+_RESETS_IN: Final = "%RESP(X-RATELIMIT-RESET)%"
+
+
+def _override(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """A response override for Envoy's own replies of ``status`` only (``source: Local``).
+
+    Never for a backend's: a provider's own 403 or 429 reaches the caller as
+    the provider sent it (the local-reply predicate, internal/xds/translator/
+    custom_response.go:146-160 at v1.8.3).
+    """
+    return {
+        "match": {"statusCodes": [{"type": "Value", "value": status}]},
+        "source": "Local",
+        "response": {
+            "contentType": "application/json",
+            "body": {"type": "Inline", "inline": json.dumps({"error": body}, sort_keys=True)},
+        },
+    }
+
+
+def refusals(*, model: str | None = None, gateway: str | None = None) -> list[dict[str, Any]]:
+    """JSON bodies for the gateway's refusals, OpenAI's error shape, naming the rule's owner.
+
+    For a model's route (``model``): 403, the caller may not call it; 429, a
+    limit of the model's or of the gateway's is used up. For a gateway
+    (``gateway``): 429 for its own limits. The limit applied and when it resets
+    come from Envoy's rate-limit headers; never another caller or a key.
+    """
+    over = {
+        "type": "rate_limit_exceeded",
+        "code": "caller_limit",
+        "limit": _LIMIT_APPLIED,
+        "resets_in_seconds": _RESETS_IN,
+    }
+    if model is None:
+        return [
+            _override(
+                429,
+                over
+                | {
+                    "message": f"over a per-caller limit of InferenceGateway {gateway} "
+                    "(spec.auth.limits) until the window turns"
+                },
+            )
+        ]
+    return [
+        _override(
+            403,
+            {
+                "type": "permission_denied",
+                "code": "caller_not_allowed",
+                "model": model,
+                "message": f"this caller may not call {model} (its ModelService's spec.access)",
+            },
+        ),
+        _override(
+            429,
+            over
+            | {
+                "model": model,
+                "message": f"over a per-caller limit of {model} (its ModelService's "
+                "spec.access.limits) or of this gateway (spec.auth.limits) until the window turns",
+            },
+        ),
     ]

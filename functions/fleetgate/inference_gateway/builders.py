@@ -18,7 +18,7 @@ from fleetgate.core.constants import (
     OUTPUT_TOKENS_KEY,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.governance import rate_limit_rules
+from fleetgate.core.governance import rate_limit_rules, refusals
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.models import Failover, Limits
 from fleetgate.core.objects import Manifest
@@ -231,11 +231,19 @@ def failover_policy(
 
     For every route of the Gateway. A caller's limits here count across all of
     them (``shared``); a route's own policy (a ModelService's limits) merges
-    into this one, keeping it (model_service/ai_gateway.caller_limits).
+    into this one, keeping it (model_service/ai_gateway.caller_traffic). With
+    limits, Envoy's own 429 says so in a JSON body naming the gateway.
     """
     codes = sorted(set(failover.retry_on.http_status_codes))
     rules = rate_limit_rules(caller_limits, shared=True)
-    rate_limit = {"rateLimit": {"global": {"rules": rules}}} if rules else {}
+    rate_limit = (
+        {
+            "rateLimit": {"global": {"rules": rules}},
+            "responseOverride": refusals(gateway=names.gateway_name),
+        }
+        if rules
+        else {}
+    )
     retry_on: dict[str, Any] = {
         "triggers": [*RETRY_TRIGGERS, *([RETRY_ON_STATUS] if codes else [])]
     }

@@ -17,7 +17,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.governance import llm_request_costs, rate_limit_rules
+from fleetgate.core.governance import llm_request_costs, rate_limit_rules, refusals
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.models import RouteAccess, RouteBackend, RouteGateway, SecretKeyRef
 from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
@@ -26,7 +26,7 @@ from fleetgate.core.secrets import secret_patch
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_ACCESS_KEY,
-    CALLER_LIMITS_KEY,
+    CALLER_TRAFFIC_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
     Service,
@@ -230,24 +230,24 @@ def _route_policy(service: Service, gateway: RouteGateway, kind: str, **spec: An
     )
 
 
-def caller_limits(
+def caller_traffic(
     service: Service, gateway: RouteGateway, limits: Sequence[ResolvedLimit]
-) -> Manifest | None:
-    """How much each caller may use of this model on this gateway: a rate-limit policy.
+) -> Manifest:
+    """How much each caller may use of this model here, and what a refused caller reads.
 
-    None when no limit applies to anyone (none set, or each narrowed to nobody).
-
-    On the HTTPRoute AI Gateway generates, merged (``StrategicMerge``) into the
-    gateway's own traffic policy rather than replacing it, so the route keeps
-    its retries, outlier detection and the gateway's own limits: Envoy Gateway
-    merges the two policies' rules by name (internal/gatewayapi/
+    A traffic policy on the HTTPRoute AI Gateway generates: the limits as
+    rate-limit rules (none when none applies to anyone), and JSON bodies for
+    Envoy's own 403 and 429 naming the model. Merged (``StrategicMerge``)
+    into the gateway's traffic policy rather than replacing it, so the route
+    keeps its retries, outlier detection and the gateway's limits: Envoy
+    Gateway merges the two policies' rules by name (internal/gatewayapi/
     backendtrafficpolicy.go:845-885, internal/ir/xds.go:2571-2574 at v1.8.3).
     """
+    spec: dict[str, Any] = {"responseOverride": refusals(model=service.model)}
     rules = rate_limit_rules(limits, shared=False)
-    if not rules:
-        return None
-    rate_limit = {"global": {"rules": rules}}
-    return _route_policy(service, gateway, "BackendTrafficPolicy", rateLimit=rate_limit)
+    if rules:
+        spec["rateLimit"] = {"global": {"rules": rules}}
+    return _route_policy(service, gateway, "BackendTrafficPolicy", **spec)
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -349,9 +349,7 @@ def model_route_objects(
     }
     if access is not None:
         objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, access.callers))
-        limits = caller_limits(service, gateway, access.limits)
-        if limits is not None:
-            objects[CALLER_LIMITS_KEY] = remote(limits)
+        objects[CALLER_TRAFFIC_KEY] = remote(caller_traffic(service, gateway, access.limits))
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(

@@ -76,7 +76,7 @@ AI_GATEWAY_ROUTE_KEY: Final = "route"
 GENERATED_ROUTE_KEY: Final = "generated-route"
 TIERS_KEY: Final = "strict-tiers"
 CALLER_ACCESS_KEY: Final = "caller-access"
-CALLER_LIMITS_KEY: Final = "caller-limits"
+CALLER_TRAFFIC_KEY: Final = "caller-traffic"
 
 
 def endpoint_key(endpoint: str, role: str) -> str:
