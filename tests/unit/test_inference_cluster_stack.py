@@ -103,7 +103,42 @@ VALUES = [
         ("config", "envoyGateway", "extensionManager", "hooks", "xdsTranslator", "post"),
         ["Translation", "Cluster", "Route"],
     ),
+    # The callers' limits: refused without a backend (backendtrafficpolicy.go:1439-1444).
+    (
+        "envoy-gateway",
+        ("config", "envoyGateway", "rateLimit", "backend"),
+        {
+            "type": "Redis",
+            "redis": {
+                "url": "fleetgate-ratelimit-redis.envoy-gateway-system.svc.cluster.local:6379"
+            },
+        },
+    ),
 ]
+
+
+def test_the_rate_limit_redis_is_the_stacks_own_on_the_cluster(installed: list[Any]) -> None:
+    desired = installed[-1].desired
+    deployment = manifest_of(desired[stack.redis_key("Deployment")])
+    service = manifest_of(desired[stack.redis_key("Service")])
+    assert (deployment["metadata"]["namespace"], service["metadata"]["name"]) == (
+        "envoy-gateway-system",
+        "fleetgate-ratelimit-redis",
+    )
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    # Counters only: nothing written to disk.
+    assert container["args"] == ["--save", "", "--appendonly", "no"]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_a_shared_redis_replaces_the_stacks_own() -> None:
+    shared = "redis.limits.example.com:6379"
+    xr = cluster_xr(stack={"install": True, "rateLimitRedis": shared})
+    final = settle(xr, gateways("public"), remote=cluster_side())[-1]
+    values = final.desired[stack.release_key("envoy-gateway")]["spec"]["forProvider"]["values"]
+    assert values["config"]["envoyGateway"]["rateLimit"]["backend"]["redis"]["url"] == shared
+    assert not {stack.redis_key("Deployment"), stack.redis_key("Service")} & set(final.desired)
+    assert final.conditions["StackReady"][:2] == ("True", "StackInstalled")
 
 
 @pytest.mark.parametrize(

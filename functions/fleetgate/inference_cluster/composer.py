@@ -94,7 +94,7 @@ def compose(rec: Reconcile) -> None:
     connect(rec, progress, site, install=install)
     progress.after(NAMESPACE, builders.namespace(site))
     if install:
-        install_stack(progress, site)
+        install_stack(progress, site, cluster.spec.stack.rate_limit_redis)
     issue_pki(progress, site, install=install)
     trust = trust_fleet_gateways(rec, progress, site, install=install)
     served = serve_gateway(rec, progress, site, trust, install=install)
@@ -126,8 +126,9 @@ def connect(rec: Reconcile, progress: Progress, site: Site, *, install: bool) ->
     rec.set_status(providerConfigRef={"name": site.provider_config})
 
 
-def install_stack(progress: Progress, site: Site) -> None:
-    """Helm releases, the Inference Extension CRDs and the GatewayClass, each after its deps."""
+def install_stack(progress: Progress, site: Site, redis: str | None) -> None:
+    """Helm releases, the Inference Extension CRDs, the GatewayClass and the rate-limit Redis
+    (unless ``redis`` names one to use), each after its deps."""
     crds = stack.gaie_crd_manifests()
     for key, crd in crds.items():
         manifest = site.remote(crd, readiness_query=stack.CRD_READY, keep_on_delete=True)
@@ -148,10 +149,13 @@ def install_stack(progress: Progress, site: Site) -> None:
             else:
                 progress.addons_waiting[f"{key} {addon.name}"] = after
         release = stack.release(
-            chart, provider_config=site.helm_provider_config, addons=tuple(addons)
+            chart,
+            provider_config=site.helm_provider_config,
+            addons=tuple(addons),
+            redis=redis,
         )
         progress.after(key, release, ready=deps)
-    for manifest in stack.rate_limit_redis():
+    for manifest in stack.rate_limit_redis() if redis is None else []:
         # In Envoy Gateway's namespace, which its release creates.
         key = stack.redis_key(manifest["kind"])
         progress.after(key, site.remote(manifest), ready=[stack.release_key("envoy-gateway")])
@@ -164,11 +168,11 @@ def install_stack(progress: Progress, site: Site) -> None:
     progress.after(GATEWAY_CLASS, gateway_class, ready=[stack.release_key("envoy-gateway")])
 
 
-def stack_keys() -> list[str]:
+def stack_keys(*, own_redis: bool) -> list[str]:
     return [
         *stack.crd_keys(),
         *(stack.release_key(c.key) for c in stack.CHARTS),
-        *(stack.redis_key(m["kind"]) for m in stack.rate_limit_redis()),
+        *(stack.redis_key(m["kind"]) for m in stack.rate_limit_redis() if own_redis),
         GATEWAY_CLASS,
     ]
 
@@ -299,7 +303,7 @@ def report(
 
     report_connected(rec, progress, site)
     if cluster.spec.stack.install:
-        report_stack(rec, progress)
+        report_stack(rec, progress, own_redis=cluster.spec.stack.rate_limit_redis is None)
     report_gateway(rec, progress, trust, served=served)
     report_schedulable(rec, cluster, site, trust, address=address, ca=ca, trusted=trusted)
     if progress.waiting:
@@ -336,9 +340,9 @@ def report_connected(rec: Reconcile, progress: Progress, site: Site) -> None:
     rec.condition(CONNECTED, "False", "WaitingForCluster", message)
 
 
-def report_stack(rec: Reconcile, progress: Progress) -> None:
+def report_stack(rec: Reconcile, progress: Progress, *, own_redis: bool) -> None:
     pending = []
-    for key in stack_keys():
+    for key in stack_keys(own_redis=own_redis):
         if key in progress.waiting:
             pending.append(f"{key} (after {', '.join(progress.waiting[key])})")
         elif not progress.ready(key):

@@ -137,6 +137,13 @@ INFERENCE_POOL_ADDON: Final = Addon(
     marker=("config", "envoyGateway", "extensionManager", "backendResources"),
 )
 
+
+def _rate_limit_backend(redis: str) -> dict[str, Any]:
+    """Envoy Gateway's values for a Redis rate-limit backend at ``redis``."""
+    backend = {"type": "Redis", "redis": {"url": redis}}
+    return {"config": {"envoyGateway": {"rateLimit": {"backend": backend}}}}
+
+
 CHARTS: Final[tuple[Chart, ...]] = (
     Chart(
         key="cert-manager",
@@ -203,9 +210,7 @@ CHARTS: Final[tuple[Chart, ...]] = (
                     # limit (internal/gatewayapi/backendtrafficpolicy.go:1439-
                     # 1444), the callers' limits among them; with one it runs
                     # the rate-limit service and serves it its configuration.
-                    "rateLimit": {
-                        "backend": {"type": "Redis", "redis": {"url": RATE_LIMIT_REDIS_URL}}
-                    },
+                    **_rate_limit_backend(RATE_LIMIT_REDIS_URL)["config"]["envoyGateway"],
                     "extensionManager": {
                         "hooks": {
                             "xdsTranslator": {
@@ -334,11 +339,23 @@ def carries(observed: Observed, addon: Addon) -> bool:
     return observed.get("spec", "forProvider", "values", *addon.marker) is not None
 
 
-def release(chart: Chart, *, provider_config: str, addons: tuple[Addon, ...] = ()) -> Manifest:
-    """A provider-helm Release of ``chart`` on the cluster behind ``provider_config``."""
+def release(
+    chart: Chart,
+    *,
+    provider_config: str,
+    addons: tuple[Addon, ...] = (),
+    redis: str | None = None,
+) -> Manifest:
+    """A provider-helm Release of ``chart`` on the cluster behind ``provider_config``.
+
+    ``redis``: where Envoy Gateway's rate-limit service counts, when not in the
+    stack's own Redis on the cluster.
+    """
     values: dict[str, Any] = dict(chart.values)
     for addon in addons:
         values = merged(values, addon.values)
+    if redis is not None and chart.key == "envoy-gateway":
+        values = merged(values, _rate_limit_backend(redis))
     spec: dict[str, Any] = {
         "providerConfigRef": {"kind": "ClusterProviderConfig", "name": provider_config},
         "forProvider": {

@@ -48,8 +48,22 @@ class ClusterGatewaySpec(Model):
     class_name: Name = "envoy"
 
 
+# host:port, or a comma-separated list of them (Redis Sentinel or Cluster), as
+# Envoy Gateway takes it (RateLimitRedisSettings.URL, api/v1alpha1/
+# envoygateway_types.go:667-670 at v1.8.3).
+RedisAddress = Annotated[
+    str,
+    Field(
+        max_length=1024,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[0-9]{1,5}(,[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[0-9]{1,5})*$",
+    ),
+]
+
+
 class StackSpec(Model):
     install: bool = False
+    # None: the stack's own Redis on the cluster.
+    rate_limit_redis: RedisAddress | None = None
 
 
 class KaitoSpec(Model):
