@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         KaitoSpec,
         KubeconfigRef,
         PlacementMetadata,
+        RedisAddress,
         StackSpec,
     )
     from fleetgate.core.kinds.cluster_status import (
@@ -326,6 +327,7 @@ __all__ = [
     "Pricing",
     "ProviderConfigRef",
     "ProviderSpec",
+    "RedisAddress",
     "ResolvedCallers",
     "ResolvedLimit",
     "ResourceRequest",
@@ -349,6 +351,7 @@ _KINDS = {
     "ClusterPlacement": "cluster",
     "Capacity": "cluster",
     "ClusterGatewaySpec": "cluster",
+    "RedisAddress": "cluster",
     "StackSpec": "cluster",
     "KaitoSpec": "cluster",
     "InferenceClusterSpec": "cluster",
