@@ -178,6 +178,16 @@ $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 $(RATELIMIT): tools/ratelimit/go.mod tools/ratelimit/go.sum
 	cd tools/ratelimit && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/ratelimit/src/service_cmd
 
+## promtool: Prometheus's rule checker and rule unit-test runner, which judge every
+## PrometheusRule Fleetgate composes (tests/e2e/test_failover_alerts.py). Built without the
+## service-discovery plugins (the remove_all_sd tag of prometheus/plugins at v0.316.0): rule
+## checks use none of them, and they are most of the build.
+PROMTOOL_VERSION := $(call pinned,tools/promtool/go.mod,github.com/prometheus/prometheus)
+PROMTOOL := $(BIN)/promtool-$(PROMTOOL_VERSION)/promtool
+$(PROMTOOL): tools/promtool/go.mod tools/promtool/go.sum
+	cd tools/promtool && CGO_ENABLED=0 $(GOBUILD) -tags remove_all_sd -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/promtool
+deps: $(PROMTOOL)
+
 # The rate-limit service's Redis on the real control plane is Debian's redis-server, installed
 # when missing and we may (CI runs as root on Debian); without it make e2e cannot run.
 .PHONY: redis-server

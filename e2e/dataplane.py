@@ -21,8 +21,11 @@ from fleetgate.core import names
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
+    GATEWAY_HEADER,
     SYSTEM_NAMESPACE,
+    TIER_HEADER,
 )
+from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
@@ -283,12 +286,22 @@ def _bytes(quantity: str) -> int:
     return int(quantity.removesuffix("Mi")) * 1024 * 1024
 
 
+def _early_mutations(chain: Obj) -> list[Obj]:
+    return [
+        m
+        for ext in _hcm(chain).get("earlyHeaderMutationExtensions") or []
+        for m in (ext.get("typedConfig") or {}).get("mutations") or []
+    ]
+
+
 def listener_policy_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
     """Every fleet gateway listener buffers what AI Gateway needs and drops a forged caller header.
 
     The caller header must go in the HCM's early header mutation: it runs as
     the request arrives, before any HTTP filter (the caller authentication
-    among them, which sets the header afterwards).
+    among them, which sets the header afterwards). The gateway header, the
+    failover metrics' ``fleetgate_gateway`` label, is set there too, over
+    whatever a caller sent.
     """
     problems = []
     for gw in fleet_gateways(fleet):
@@ -300,18 +313,50 @@ def listener_policy_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list
             if item.get("perConnectionBufferLimitBytes") != limit:
                 problems.append(f"{where} buffers {item.get('perConnectionBufferLimitBytes')}")
             for chain in _chains(item):
-                removed = [
-                    m.get("remove")
-                    for ext in _hcm(chain).get("earlyHeaderMutationExtensions") or []
-                    for m in (ext.get("typedConfig") or {}).get("mutations") or []
-                ]
-                if CALLER_HEADER not in removed:
+                mutations = _early_mutations(chain)
+                if CALLER_HEADER not in [m.get("remove") for m in mutations]:
                     problems.append(f"{where} keeps an incoming {CALLER_HEADER}")
+                overwrite = {
+                    "appendAction": "OVERWRITE_IF_EXISTS_OR_ADD",
+                    "header": {"key": GATEWAY_HEADER, "value": gw.name},
+                }
+                if overwrite not in [m.get("append") for m in mutations]:
+                    problems.append(f"{where} does not name the gateway in {GATEWAY_HEADER}")
     for gw, _, route, xds in route_clusters(fleet, clusters):
         limit = _bytes((gw.spec.get("limits") or {}).get("bufferLimit", "50Mi"))
         if xds.get("perConnectionBufferLimitBytes") != limit:
             buffered = xds.get("perConnectionBufferLimitBytes")
             problems.append(f"{gw.name}: route {_name(route)} buffers {buffered}")
+    return problems
+
+
+def usage_record_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """Every fleet gateway listener writes the usage record, reading what AI Gateway emits.
+
+    The record's caller and tier are the dynamic-metadata keys the stack tells
+    AI Gateway to copy the headers into (its logRequestHeaderAttributes): the
+    two ends are configured in different functions, and only the translated
+    access log shows they meet.
+    """
+    wanted = {
+        field: f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:{USAGE_RECORD_HEADERS[header]})%"
+        for field, header in (("caller", CALLER_HEADER), ("tier", TIER_HEADER))
+    }
+    problems = []
+    for gw in fleet_gateways(fleet):
+        t = clusters[gw.provider_config].result
+        for section in ("http", "https") if gw.tls else ("http",):
+            for chain in _chains(listener(t, gw.gateway, section) or {}):
+                records = [
+                    (log.get("typedConfig") or {}).get("logFormat", {}).get("jsonFormat") or {}
+                    for log in _hcm(chain).get("accessLog") or []
+                    if log.get("name") == "envoy.access_loggers.file"
+                ]
+                for field, value in wanted.items():
+                    if not any(r.get(field) == value for r in records):
+                        problems.append(
+                            f"{gw.name}: listener {section} logs no {field} from {value}"
+                        )
     return problems
 
 
@@ -786,6 +831,9 @@ CHECKS = {
     "egctl: backend TLS (SNI, CA validation, client certificate to clusters)": backend_problems,
     "egctl: listeners buffer long prompts and drop a forged caller header": (
         listener_policy_problems
+    ),
+    "egctl: every request's usage record names its caller and the tier that served it": (
+        usage_record_problems
     ),
     "egctl: one cluster per model route": cluster_problems,
     "egctl: each backend in its route's cluster with the priority planned": priority_problems,

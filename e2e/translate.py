@@ -35,8 +35,6 @@ import base64
 import copy
 import hashlib
 import json
-import os
-import re
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from e2e import functions
+from e2e import functions, pinned
 from e2e.emulation import patched
 from e2e.fleet import Fleet, Obj, placed
 from e2e.pki import KeyPair, ca, leaf
@@ -87,26 +85,8 @@ ENVOY_GATEWAY = "gateway.envoyproxy.io"
 
 
 def egctl() -> Path:
-    """The pinned egctl, built by ``make egctl`` under ``.cache/bin/egctl-<version>/``.
-
-    Missing, it is an error (never a skip): the translator is what judges the
-    data plane, and a check that quietly does not run judges nothing.
-    """
-    override = os.environ.get("EGCTL")
-    if override:
-        path = Path(override)
-    else:
-        version = re.search(
-            r"^\s*(?:require\s+)?github\.com/envoyproxy/gateway (v\S+)",
-            TOOLS_GO_MOD.read_text(),
-            re.MULTILINE,
-        )
-        if version is None:
-            raise RuntimeError(f"{TOOLS_GO_MOD} pins no github.com/envoyproxy/gateway")
-        path = REPO / ".cache" / "bin" / f"egctl-{version.group(1)}" / "egctl"
-    if not path.exists():
-        raise FileNotFoundError(f"egctl not found at {path}: run `make egctl`")
-    return path
+    """The pinned egctl (``make egctl``), Envoy Gateway's own translator."""
+    return pinned.binary("egctl", TOOLS_GO_MOD, "github.com/envoyproxy/gateway")
 
 
 # --- what a workload cluster holds ------------------------------------------------

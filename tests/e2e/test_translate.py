@@ -60,7 +60,7 @@ def test_egctl_missing_is_an_error_not_a_skip(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("EGCTL", str(tmp_path / "egctl"))
-    with pytest.raises(FileNotFoundError, match="make egctl"):
+    with pytest.raises(FileNotFoundError, match="make deps"):
         translate.egctl()
 
 

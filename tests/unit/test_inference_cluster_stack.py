@@ -80,7 +80,18 @@ VALUES = [
     ("cert-manager", ("crds", "keep"), True),
     # Key Secrets go with their Certificates: a re-registration never reuses a key.
     ("cert-manager", ("enableCertificateOwnerRef",), True),
-    ("ai-gateway", ("controller", "logRequestHeaderAttributes"), "x-fleetgate-caller:caller"),
+    # The usage record's caller and tier, and the failover metrics' labels.
+    (
+        "ai-gateway",
+        ("controller", "logRequestHeaderAttributes"),
+        "x-fleetgate-caller:caller,x-fleetgate-tier:tier",
+    ),
+    (
+        "ai-gateway",
+        ("controller", "metricsRequestHeaderAttributes"),
+        "x-fleetgate-tier:fleetgate.tier,x-fleetgate-gateway:fleetgate.gateway,"
+        "x-fleetgate-caller:fleetgate.caller",
+    ),
     # The extension message past 4 MiB, on both ends (bench/extension_message).
     ("ai-gateway", ("controller", "maxRecvMsgSize"), "33554432"),
     ("envoy-gateway", ("config", "envoyGateway", "extensionManager", "maxMessageSize"), "32Mi"),

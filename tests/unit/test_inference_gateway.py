@@ -171,7 +171,13 @@ def test_every_listener_buffers_long_prompts_and_drops_a_forged_caller(
     assert policy["spec"] == {
         "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GW}],
         "connection": {"bufferLimit": buffer},
-        "headers": {"earlyRequestHeaders": {"remove": ["x-fleetgate-caller"]}},
+        "headers": {
+            "earlyRequestHeaders": {
+                "remove": ["x-fleetgate-caller"],
+                # The failover metrics' fleetgate_gateway label, never the caller's word.
+                "set": [{"name": "x-fleetgate-gateway", "value": GATEWAY}],
+            }
+        },
     }
     failover = manifest(out.desired["failover-policy"])
     assert failover["spec"]["connection"] == {"bufferLimit": buffer}

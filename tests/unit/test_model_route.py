@@ -39,6 +39,20 @@ Obj = dict[str, Any]
 EU_1 = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
 
 
+# Every attempt names its tier, for the usage record and the failover metrics.
+def tier(priority: int) -> Obj:
+    return {"set": [{"name": "x-fleetgate-tier", "value": str(priority)}]}
+
+
+# What a third party never receives: the caller, the gateway, the caller's address.
+THIRD_PARTY_REMOVED = [
+    "x-fleetgate-caller",
+    "x-fleetgate-gateway",
+    "x-forwarded-for",
+    "x-envoy-external-address",
+]
+
+
 def backend(endpoint: str, **fields: Any) -> Obj:
     """One backend of a plan: a third party over TLS unless ``fields`` say otherwise."""
     return {
@@ -133,18 +147,21 @@ def test_canary_route() -> None:
             "name": backend_name(SVC, "public", "qwen-eu-1"),
             "weight": 9,
             "priority": 0,
+            "headerMutation": tier(0),
             "modelNameOverride": "team-a/qwen",
         },
         {
             "name": backend_name(SVC, "public", "qwen-us-1"),
             "weight": 1,
             "priority": 0,
+            "headerMutation": tier(0),
             "modelNameOverride": "team-a/qwen",
         },
         {
             "name": backend_name(SVC, "public", "openai"),
             "weight": 1,
             "priority": 1,
+            "headerMutation": tier(1),
             "modelNameOverride": "gpt-4o-mini",
         },
     ]
@@ -199,9 +216,7 @@ def test_third_party_backend_uses_system_trust_and_loses_the_caller_header() -> 
         "tls": {"wellKnownCACertificates": "System", "sni": "api.openai.com"},
     }
     ai = manifest(out, endpoint_key("openai", "ai-service-backend"))["spec"]
-    assert ai["headerMutation"] == {
-        "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
-    }
+    assert ai["headerMutation"] == {"remove": THIRD_PARTY_REMOVED}
     assert ai["schema"] == {"name": "OpenAI", "prefix": "/v1"}
 
 
@@ -307,9 +322,7 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
         {"endpoints": [{"fqdn": {"hostname": "vllm.models.svc", "port": 8000}}]},
         {
             "schema": {"name": "OpenAI", "prefix": "/v1"},
-            "headerMutation": {
-                "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
-            },
+            "headerMutation": {"remove": THIRD_PARTY_REMOVED},
         },
         set(),
     ),
@@ -327,9 +340,7 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
         },
         {
             "schema": {"name": "Anthropic", "prefix": "/v1"},
-            "headerMutation": {
-                "remove": ["x-fleetgate-caller", "x-forwarded-for", "x-envoy-external-address"]
-            },
+            "headerMutation": {"remove": THIRD_PARTY_REMOVED},
         },
         {"claude/security-policy", "claude/api-key", "claude/api-key-holder"},
     ),

@@ -10,6 +10,13 @@ API_VERSION: Final = f"{API_GROUP}/v1alpha1"
 SYSTEM_NAMESPACE: Final = "fleetgate-system"
 
 CALLER_HEADER: Final = "x-fleetgate-caller"
+# Set on each attempt by the backend it goes to (the AIGatewayRoute's backendRef
+# header mutation): the priority tier, after renumbering, of the endpoint that
+# answered. Set by the gateway's listener, for every request: which fleet
+# gateway it came through. AI Gateway turns both (and the caller) into metric
+# labels and the tier into usage-record metadata: see inference_cluster/stack.py.
+TIER_HEADER: Final = "x-fleetgate-tier"
+GATEWAY_HEADER: Final = "x-fleetgate-gateway"
 MODEL_HEADER: Final = "x-ai-eg-model"
 SERVED_MODEL_ENV: Final = "FLEETGATE_SERVED_MODEL_NAME"
 
@@ -38,3 +45,12 @@ CACHED_INPUT_TOKENS_KEY: Final = "llm_cached_input_token"
 # millionths): see fleetgate.core.governance.
 COST_KEY: Final = "cost"
 COST_MILLI_KEY: Final = "cost_milli"
+# Where AI Gateway's logRequestHeaderAttributes put the caller and the tier.
+CALLER_METADATA_KEY: Final = "caller"
+TIER_METADATA_KEY: Final = "tier"
+# The metric labels AI Gateway's metricsRequestHeaderAttributes give its GenAI
+# series (OpenTelemetry attribute names; the Prometheus exporter turns the dots
+# into underscores: fleetgate_tier, fleetgate_gateway, fleetgate_caller).
+TIER_ATTRIBUTE: Final = "fleetgate.tier"
+GATEWAY_ATTRIBUTE: Final = "fleetgate.gateway"
+CALLER_ATTRIBUTE: Final = "fleetgate.caller"

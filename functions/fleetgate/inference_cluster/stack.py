@@ -40,7 +40,17 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.core.constants import (
+    CALLER_ATTRIBUTE,
+    CALLER_HEADER,
+    CALLER_METADATA_KEY,
+    GATEWAY_ATTRIBUTE,
+    GATEWAY_HEADER,
+    SYSTEM_NAMESPACE,
+    TIER_ATTRIBUTE,
+    TIER_HEADER,
+    TIER_METADATA_KEY,
+)
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import Observed
 from fleetgate.core.readiness import Stamp, condition_query
@@ -72,9 +82,28 @@ RATE_LIMIT_REDIS_URL: Final = (
 )
 # Debian bookworm's redis-server, the version the real control plane runs.
 RATE_LIMIT_REDIS_IMAGE: Final = "docker.io/library/redis:7.0.15"
-# Envoy AI Gateway copies this header into the dynamic-metadata key the fleet
-# gateways' usage records read the caller from.
-CALLER_METADATA_KEY: Final = "caller"
+
+
+def _header_mapping(pairs: dict[str, str]) -> str:
+    """``header:attribute,...``, as internalapi.ParseRequestHeaderAttributeMapping reads it."""
+    return ",".join(f"{header}:{attribute}" for header, attribute in pairs.items())
+
+
+# What AI Gateway's external processor copies from each attempt's request
+# headers, after the backend's header mutation (internal/extproc/
+# processor_impl.go:376-412 then 450, 460 at v1.1.0): into the dynamic metadata
+# the fleet gateways' usage records read, and into the labels of its GenAI
+# metrics, which it records once per request, through the router filter, with
+# the headers of the attempt that answered, failed or not (processor_impl.go:
+# 169-187, 538-551; internal/metrics/metrics_impl.go:110-127). Headers a third
+# party must not see are removed upstream but stay readable here
+# (internal/headermutator/header_mutator.go:41-46).
+USAGE_RECORD_HEADERS: Final = {CALLER_HEADER: CALLER_METADATA_KEY, TIER_HEADER: TIER_METADATA_KEY}
+METRIC_HEADERS: Final = {
+    TIER_HEADER: TIER_ATTRIBUTE,
+    GATEWAY_HEADER: GATEWAY_ATTRIBUTE,
+    CALLER_HEADER: CALLER_ATTRIBUTE,
+}
 
 
 class Addon(NamedTuple):
@@ -260,7 +289,8 @@ CHARTS: Final[tuple[Chart, ...]] = (
             "controller": {
                 # Also replaces the default mapping (agent-session-id), which
                 # would record a header Fleetgate never sets.
-                "logRequestHeaderAttributes": f"{CALLER_HEADER}:{CALLER_METADATA_KEY}",
+                "logRequestHeaderAttributes": _header_mapping(USAGE_RECORD_HEADERS),
+                "metricsRequestHeaderAttributes": _header_mapping(METRIC_HEADERS),
                 # What its extension server takes from Envoy Gateway (cmd/controller/
                 # main.go:234-238, 464 at v1.1.0; the chart passes it on as
                 # --maxRecvMsgSize, templates/deployment.yaml:104-106).

@@ -12,10 +12,12 @@ from fleetgate.core.constants import (
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
     COST_KEY,
+    GATEWAY_HEADER,
     HTTPS_LISTENER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
+    TIER_METADATA_KEY,
     TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.governance import rate_limit_rules, refusals
@@ -59,7 +61,8 @@ def _metadata(key: str) -> str:
 # before third-party backends, so a header-based record would lose exactly the
 # requests that spend provider money. The caller reaches the metadata through
 # the AI Gateway controller's logRequestHeaderAttributes
-# (x-fleetgate-caller:caller), set where the serving stack is installed.
+# (x-fleetgate-caller:caller), set where the serving stack is installed; the
+# tier likewise from x-fleetgate-tier.
 # The endpoint is AI Gateway's backend_name, emitted as each attempt's request
 # headers go upstream (internal/extproc/processor_impl.go:449-459, 782-799 at
 # v1.1.0), so a failed request names the endpoint that failed it; the
@@ -72,6 +75,9 @@ USAGE_RECORD: Final[dict[str, str]] = {
     "caller": _metadata("caller"),
     "model": f"%REQ({MODEL_HEADER.upper()})%",
     "endpoint": _metadata("backend_name"),
+    # The priority tier (0 the preferred) of that endpoint: each backend sets
+    # it on its attempt, so a request that failed over names the fallback.
+    "tier": _metadata(TIER_METADATA_KEY),
     "served_model": _metadata("model_name_override"),
     "response_model": _metadata("response_model"),
     "input_tokens": _metadata(INPUT_TOKENS_KEY),
@@ -203,7 +209,8 @@ def listener_policy(names: GatewayNames, limits: Limits) -> Manifest:
 
     Envoy AI Gateway buffers whole request bodies (and non-streamed responses)
     in Envoy; Envoy Gateway's default connection buffer of 32 KiB answers a
-    longer prompt with 413. ``x-fleetgate-caller`` is removed as the request
+    longer prompt with 413. ``x-fleetgate-gateway`` is set to the gateway's
+    name, for the failover metrics. ``x-fleetgate-caller`` is removed as the request
     arrives (early request headers run before any HTTP filter), so only the
     caller authentication, which runs later, ever sets it: without it a
     gateway without auth passes a forged identity to the usage record and the
@@ -216,7 +223,15 @@ def listener_policy(names: GatewayNames, limits: Limits) -> Manifest:
         spec={
             "targetRefs": [_gateway_ref(names)],
             "connection": {"bufferLimit": limits.buffer_limit},
-            "headers": {"earlyRequestHeaders": {"remove": [CALLER_HEADER]}},
+            "headers": {
+                "earlyRequestHeaders": {
+                    "remove": [CALLER_HEADER],
+                    # Names this gateway in AI Gateway's metrics (their label
+                    # fleetgate_gateway), as several gateways may share a
+                    # cluster and one Prometheus; set, so no caller forges it.
+                    "set": [{"name": GATEWAY_HEADER, "value": names.gateway_name}],
+                }
+            },
         },
     )
 

@@ -11,22 +11,32 @@ from typing import Any, Final
 from fleetgate.core.constants import (
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
+    GATEWAY_HEADER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
     SYSTEM_NAMESPACE,
+    TIER_HEADER,
     TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.governance import llm_request_costs, rate_limit_rules, refusals
 from fleetgate.core.kinds.governance import ResolvedLimit
-from fleetgate.core.models import RouteAccess, RouteBackend, RouteGateway, SecretKeyRef
+from fleetgate.core.models import (
+    FailoverAlert,
+    RouteAccess,
+    RouteBackend,
+    RouteGateway,
+    SecretKeyRef,
+)
 from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
+from fleetgate.model_service.alerts import prometheus_rule, tiers
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_ACCESS_KEY,
     CALLER_TRAFFIC_KEY,
+    FAILOVER_ALERTS_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
     Service,
@@ -45,8 +55,14 @@ GATEWAY_API: Final = "gateway.networking.k8s.io"
 # x-envoy-external-address, useRemoteAddress being on). AI Gateway's header
 # mutation cannot remove its own x-ai-eg-* headers (internal/headermutator/
 # header_mutator.go:119-123 at v1.1.0): x-ai-eg-model, the caller's model name
-# (<namespace>/<service>), still reaches the provider (see SECURITY.md).
-THIRD_PARTY_REMOVED: Final = (CALLER_HEADER, "x-forwarded-for", "x-envoy-external-address")
+# (<namespace>/<service>), still reaches the provider (see SECURITY.md), as
+# does x-fleetgate-tier: a header a backend sets cannot also be removed.
+THIRD_PARTY_REMOVED: Final = (
+    CALLER_HEADER,
+    GATEWAY_HEADER,
+    "x-forwarded-for",
+    "x-envoy-external-address",
+)
 # The Secret key Envoy AI Gateway reads an API key from.
 API_KEY: Final = "apiKey"
 
@@ -88,6 +104,9 @@ def ai_gateway_route(
             "name": backend_name(service, gateway.name, b.endpoint),
             "weight": b.weight,
             "priority": b.priority,
+            # Each attempt carries its tier into the usage record and the
+            # metrics (inference_cluster/stack.py): which tier answered.
+            "headerMutation": {"set": [{"name": TIER_HEADER, "value": str(b.priority)}]},
         }
         if b.model_name_override:
             ref["modelNameOverride"] = b.model_name_override
@@ -320,11 +339,13 @@ def model_route_objects(
     gateway: RouteGateway,
     backends: Sequence[RouteBackend],
     access: RouteAccess | None = None,
+    alert: FailoverAlert | None = None,
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name.
 
     ``access``: who may call and how much; None, anyone the gateway
-    authenticates, within the gateway's own limits.
+    authenticates, within the gateway's own limits. ``alert``: the failover
+    alerts, composed when the route has a tier to fail over to.
     """
     gw = gateway.name
 
@@ -350,6 +371,8 @@ def model_route_objects(
     if access is not None:
         objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, access.callers))
         objects[CALLER_TRAFFIC_KEY] = remote(caller_traffic(service, gateway, access.limits))
+    if alert is not None and tiers(backends) > 1:
+        objects[FAILOVER_ALERTS_KEY] = remote(prometheus_rule(service, gw, backends, alert))
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(

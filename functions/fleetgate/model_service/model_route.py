@@ -18,6 +18,7 @@ from fleetgate.model_service.ai_gateway import model_route_objects
 from fleetgate.model_service.model_route_manifest import ACCEPTED
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
+    FAILOVER_ALERTS_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
     Service,
@@ -31,16 +32,23 @@ def compose(rec: Reconcile) -> None:
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
     objects = model_route_objects(
-        service, route.spec.gateway, route.spec.backends, route.spec.access
+        service,
+        route.spec.gateway,
+        route.spec.backends,
+        route.spec.access,
+        route.spec.failover_alert,
     )
     for key, obj in objects.items():
-        rec.compose(key, obj, ready=rec.observed(key).ready)
+        # Alerts never hold the route back: without the Prometheus Operator's
+        # CRD on the cluster the route serves all the same (_report_alerts says so).
+        rec.compose(key, obj, ready=key == FAILOVER_ALERTS_KEY or rec.observed(key).ready)
     rec.set_status(
         route=ai_gateway_route_name(service, route.spec.gateway.name),
         backends=len(route.spec.backends),
     )
     _report(rec)
     _report_tiers(rec)
+    _report_alerts(rec)
 
 
 def _refuse_addresses(route: ModelRoute) -> None:
@@ -135,6 +143,22 @@ def _report_tiers(rec: Reconcile) -> None:
         rec.condition(TIERS, "True", "Programmed", "priority tiers are strict")
     else:
         rec.condition(TIERS, "False", "Pending", "Envoy Gateway has not reported on the patch yet")
+
+
+def _report_alerts(rec: Reconcile) -> None:
+    """A warning while the cluster refuses the failover alerts' PrometheusRule.
+
+    provider-kubernetes reports the API server's refusal on the Object
+    (``Synced`` False); the usual one is a cluster without the Prometheus
+    Operator's CRDs ("no matches for kind PrometheusRule").
+    """
+    synced = rec.observed(FAILOVER_ALERTS_KEY).condition("Synced")
+    if synced is not None and synced.get("status") == "False":
+        rec.warning(
+            "the failover alerts' PrometheusRule is not on the gateway's cluster (does it have "
+            f"the Prometheus Operator's CRDs?): {synced.get('message') or synced.get('reason')}",
+            "FailoverAlertsNotApplied",
+        )
 
 
 def _tiers_not_strict(rec: Reconcile, found: dict[str, Any], verdict: str) -> None:

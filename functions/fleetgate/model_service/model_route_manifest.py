@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, HTTPS_LISTENER, LABEL_PREFIX
-from fleetgate.core.models import BackendTLS
+from fleetgate.core.models import BackendTLS, FailoverAlert
 from fleetgate.core.names import fleet_gateway, label_value
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import dig
@@ -62,11 +62,13 @@ def model_route(
     gateway: ServingGateway,
     planned: Sequence[Planned],
     allowed: Access | None = None,
+    alert: FailoverAlert | None = None,
 ) -> Manifest:
     """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up.
 
     ``allowed``: who may call and how much, resolved from the service's access;
-    None, anyone the gateway authenticates.
+    None, anyone the gateway authenticates. ``alert``: the service's failover
+    alert, carried only to a gateway that composes PrometheusRules.
     """
     access = (
         {}
@@ -111,6 +113,11 @@ def model_route(
             },
             "backends": [_backend(plan) for plan in planned],
             **access,
+            **(
+                {"failoverAlert": alert.model_dump(by_alias=True)}
+                if alert is not None and gateway.prometheus_rules
+                else {}
+            ),
         },
     }
 

@@ -77,6 +77,7 @@ GENERATED_ROUTE_KEY: Final = "generated-route"
 TIERS_KEY: Final = "strict-tiers"
 CALLER_ACCESS_KEY: Final = "caller-access"
 CALLER_TRAFFIC_KEY: Final = "caller-traffic"
+FAILOVER_ALERTS_KEY: Final = "failover-alerts"
 
 
 def endpoint_key(endpoint: str, role: str) -> str:

@@ -82,6 +82,8 @@ class ServingGateway(NamedTuple):
     tls: bool = False
     # Clusters the gateway reaches over mutual TLS (its status.reachableClusters).
     reachable: frozenset[str] = frozenset()
+    # Its spec.monitoring.prometheusRules: the routes compose failover alerts.
+    prometheus_rules: bool = False
 
     def unreachable(self, routable: Sequence["Routable"]) -> list["Routable"]:
         """The fleet-hosted endpoints whose cluster this gateway cannot reach yet."""
@@ -162,6 +164,7 @@ def sort_gateways(
                     gateway.status.endpoints.open_ai,
                     tls=gateway.spec.tls is not None,
                     reachable=frozenset(gateway.status.reachable_clusters),
+                    prometheus_rules=gateway.spec.monitoring.prometheus_rules,
                 )
             )
     return found

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import group_key
-from fleetgate.core.models import InferenceGateway, ModelService
+from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 from fleetgate.model_service import access
@@ -73,7 +73,9 @@ def compose(rec: Reconcile) -> None:
     gateways = _sort_gateways(rec, xr, inputs, restricted=allowed is not None)
     if not _anything_to_route(rec, screening, gateways, len(inputs.gateways)):
         return
-    routes, pending = _compose_routes(rec, service, gateways, screening, allowed)
+    routes, pending = _compose_routes(
+        rec, service, gateways, screening, allowed, alert=xr.spec.failover_alert
+    )
     _report(rec, routes, pending, gateways.refused, screening)
 
 
@@ -246,6 +248,8 @@ def _compose_routes(
     gateways: Gateways,
     screening: Screening,
     allowed: access.Access | None,
+    *,
+    alert: FailoverAlert,
 ) -> tuple[dict[str, str | None], list[PendingGateway]]:
     """Every serving gateway gets a ModelRoute; a pending one keeps its own.
 
@@ -278,7 +282,7 @@ def _compose_routes(
             plans[left_out] = plan_backends(usable)
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        route = model_route(service, gateway, plans[left_out], allowed)
+        route = model_route(service, gateway, plans[left_out], allowed, alert)
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(

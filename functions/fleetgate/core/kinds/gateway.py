@@ -56,6 +56,11 @@ class Limits(Model):
     buffer_limit: BufferLimit = "50Mi"
 
 
+class Monitoring(Model):
+    # A PrometheusRule per ModelService routed to more than one tier.
+    prometheus_rules: bool = False
+
+
 class InferenceGatewaySpec(Model):
     cluster_name: Name
     hostname: Annotated[str, Field(max_length=253)] | None = None
@@ -64,6 +69,7 @@ class InferenceGatewaySpec(Model):
     service_selector: LabelSelector | None = None
     failover: Failover = Field(default_factory=Failover)
     limits: Limits = Field(default_factory=Limits)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
 
     @model_validator(mode="after")
     def _hostname_with_tls(self) -> Self:

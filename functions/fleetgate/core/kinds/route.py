@@ -11,6 +11,7 @@ from fleetgate.core.kinds.governance import (
     ResolvedCallers,
     ResolvedLimit,
 )
+from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.models import (
     LONG_NAME_MAX,
     Composite,
@@ -99,6 +100,8 @@ class ModelRouteSpec(Model):
     backends: Annotated[list[RouteBackend], Field(min_length=1, max_length=ROUTE_BACKENDS_MAX)]
     # Absent: every caller the gateway authenticates.
     access: RouteAccess | None = None
+    # Set when the gateway composes PrometheusRules (spec.monitoring).
+    failover_alert: FailoverAlert | None = None
 
     @model_validator(mode="after")
     def _one_backend_per_endpoint(self) -> Self:

@@ -31,9 +31,26 @@ class ServiceAccess(Model):
     limits: CallerLimits = Field(default_factory=list)
 
 
+# A share from 0 to below 1, as the XRD spells it; the PromQL takes it verbatim.
+Share = Annotated[str, Field(max_length=8, pattern=r"^0(\.[0-9]{1,6})?$")]
+# A Prometheus duration of hours, minutes and seconds (a subset of what a
+# PrometheusRule's ``for`` takes).
+AlertDuration = Annotated[
+    str, Field(min_length=2, max_length=15, pattern=r"^([0-9]{1,4}h)?([0-9]{1,4}m)?([0-9]{1,4}s)?$")
+]
+
+
+class FailoverAlert(Model):
+    """When FleetgateFailoverActive fires: the fallback share, held for ``for``."""
+
+    threshold: Share = "0.05"
+    for_: AlertDuration = Field("10m", alias="for")
+
+
 class ModelServiceSpec(Model):
     endpoints: Annotated[list[ServiceEndpointEntry], Field(min_length=1, max_length=32)]
     access: ServiceAccess | None = None
+    failover_alert: FailoverAlert = Field(default_factory=FailoverAlert)
 
 
 class ModelService(Composite):

@@ -1,0 +1,136 @@
+"""Failover an operator can see: one route's recording rules and alerts, as a PrometheusRule.
+
+The series are Envoy AI Gateway's own (v1.1.0): its external processor records
+``gen_ai.server.request.duration`` once per request, through the router filter,
+with the request headers of the attempt that answered, and adds ``error.type``
+when the answer was not a 2xx (internal/extproc/processor_impl.go:169-187,
+538-551; internal/metrics/metrics_impl.go:110-145). Its Prometheus exporter
+(go.opentelemetry.io/otel/exporters/prometheus v0.66.0, default translation)
+exposes it as ``gen_ai_server_request_duration_seconds_count``, dots in label
+names turned into underscores. The stack maps Fleetgate's headers onto labels
+(inference_cluster/stack.py METRIC_HEADERS): ``fleetgate_tier``, set by each
+backend to its tier, and ``fleetgate_gateway``, set by the gateway's listener.
+The client's model name, ``gen_ai_original_model``, is ``<namespace>/<service>``,
+so it names the ModelService (``gen_ai_request_model`` is the served name after
+a rewrite, processor_impl.go:704-709).
+
+Each rule sums away whatever labels the scrape adds (pod, namespace of the
+Envoy pod...) and sets the service's own, so the alert reads the same under
+any scrape configuration.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.core.models import FailoverAlert, RouteBackend
+from fleetgate.core.objects import Manifest
+from fleetgate.model_service.naming import Service, ai_gateway_route_name
+
+PROMETHEUS_RULE_VERSION: Final = "monitoring.coreos.com/v1"
+REQUESTS: Final = "gen_ai_server_request_duration_seconds_count"
+WINDOW: Final = "5m"
+FALLBACK_RATIO: Final = "fleetgate:modelservice_fallback_ratio:rate5m"
+FAILURE_RATIO: Final = "fleetgate:modelservice_failure_ratio:rate5m"
+REQUEST_RATE: Final = "fleetgate:modelservice_requests:rate5m"
+FAILOVER_ACTIVE: Final = "FleetgateFailoverActive"
+ALL_TIERS_FAILING: Final = "FleetgateAllTiersFailing"
+# Share of requests that failed on the last tier, every tier before it having
+# failed them or being down, above which FleetgateAllTiersFailing fires.
+ALL_TIERS_FAILING_SHARE: Final = "0.5"
+ALL_TIERS_FAILING_FOR: Final = "5m"
+
+
+def tiers(backends: Sequence[RouteBackend]) -> int:
+    """How many priority tiers the route has (renumbered 0..N-1 by the ModelService)."""
+    return len({b.priority for b in backends})
+
+
+def _selector(service: Service, gateway: str, *more: str) -> str:
+    matchers = [f'gen_ai_original_model="{service.model}"', f'fleetgate_gateway="{gateway}"']
+    return "{" + ",".join([*matchers, *more]) + "}"
+
+
+def _rate(service: Service, gateway: str, *more: str) -> str:
+    return f"sum(rate({REQUESTS}{_selector(service, gateway, *more)}[{WINDOW}]))"
+
+
+def _share(service: Service, gateway: str, *more: str) -> str:
+    # "or vector(0)": a share is 0, not absent, before its first request.
+    return f"(({_rate(service, gateway, *more)}) or vector(0)) / {_rate(service, gateway)}"
+
+
+def _labels(service: Service, gateway: str) -> dict[str, str]:
+    return {"namespace": service.namespace, "modelservice": service.name, "gateway": gateway}
+
+
+def _own(series: str, labels: dict[str, str]) -> str:
+    return series + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def failover_rules(
+    service: Service, gateway: str, last_tier: int, alert: FailoverAlert
+) -> list[dict[str, Any]]:
+    """The rule group's rules: three recorded series and two alerts."""
+    labels = _labels(service, gateway)
+    failed = 'error_type!=""'
+    on_last_tier = f'fleetgate_tier="{last_tier}"'
+    where = f"ModelService {service.model} on InferenceGateway {gateway}"
+    return [
+        {"record": REQUEST_RATE, "expr": _rate(service, gateway), "labels": labels},
+        {
+            "record": FALLBACK_RATIO,
+            "expr": _share(service, gateway, 'fleetgate_tier!="0"'),
+            "labels": labels,
+        },
+        {"record": FAILURE_RATIO, "expr": _share(service, gateway, failed), "labels": labels},
+        {
+            "alert": FAILOVER_ACTIVE,
+            "expr": f"{_own(FALLBACK_RATIO, labels)} > {alert.threshold}",
+            "for": alert.for_,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": f"{where} is failing over",
+                "description": (
+                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes were "
+                    f"served by a fallback tier (threshold {alert.threshold}): the preferred "
+                    "tier is failing or ejected, and spend may have moved to a paid tier."
+                ),
+            },
+        },
+        {
+            "alert": ALL_TIERS_FAILING,
+            "expr": (
+                f"{_share(service, gateway, failed, on_last_tier)} > {ALL_TIERS_FAILING_SHARE}"
+            ),
+            "for": ALL_TIERS_FAILING_FOR,
+            "labels": {"severity": "critical", **labels},
+            "annotations": {
+                "summary": f"{where} fails on every tier",
+                "description": (
+                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes failed "
+                    f"on the last tier ({last_tier}) after failing over: no tier is answering."
+                ),
+            },
+        },
+    ]
+
+
+def prometheus_rule(
+    service: Service, gateway: str, backends: Sequence[RouteBackend], alert: FailoverAlert
+) -> Manifest:
+    """The PrometheusRule for the route, in the system namespace of the gateway's cluster."""
+    name = ai_gateway_route_name(service, gateway)
+    return {
+        "apiVersion": PROMETHEUS_RULE_VERSION,
+        "kind": "PrometheusRule",
+        "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE},
+        "spec": {
+            "groups": [
+                {
+                    "name": f"fleetgate-failover-{name}",
+                    "rules": failover_rules(service, gateway, tiers(backends) - 1, alert),
+                }
+            ]
+        },
+    }

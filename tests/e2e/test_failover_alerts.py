@@ -1,0 +1,192 @@
+"""The failover alerts, judged by Prometheus's own rule engine (promtool, pinned in tools/).
+
+The rules are the ones compose-model-service composes for the example route
+``failover-alerts`` (two tiers, alert above 10% held for 15 minutes). The
+input series are Envoy AI Gateway v1.1.0's request counter as its Prometheus
+exporter exposes it (fleetgate.model_service.alerts cites the source): one
+count per request, labelled with the tier of the attempt that answered,
+``error_type="_OTHER"`` when that answer was not a 2xx. Labels with empty
+values (``otel_scope_schema_url``...) are left out, as Prometheus drops them at
+ingestion; the scrape's own (job, namespace, pod) are in, as a platform's
+scrape configuration would add them.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e import promtool, render
+from fleetgate.model_service.alerts import (
+    ALL_TIERS_FAILING,
+    FAILOVER_ACTIVE,
+    FAILURE_RATIO,
+    FALLBACK_RATIO,
+)
+from fleetgate.model_service.composer import compose
+from fleetgate.model_service.naming import FAILOVER_ALERTS_KEY
+from tests.support import request, run
+from tests.support.model_service import manifest
+
+EXAMPLE = render.EXAMPLES / "model-service" / "failover-alerts" / "xr.yaml"
+OWN = {"namespace": "team-a", "modelservice": "chat", "gateway": "public"}
+WINDOW = "0+{}x60"  # a counter growing by {} requests every minute for an hour
+
+
+def series(
+    tier: int, *, failed: bool = False, model: str = "team-a/chat", gateway: str = "public"
+) -> str:
+    served = {0: "team-a/qwen3-8b", 1: "gpt-4o-mini"}[tier]
+    labels = {
+        "error_type": "_OTHER" if failed else "",
+        "fleetgate_caller": "alice",
+        "fleetgate_gateway": gateway,
+        "fleetgate_tier": str(tier),
+        "gen_ai_operation_name": "chat",
+        "gen_ai_original_model": model,
+        "gen_ai_provider_name": "openai",
+        "gen_ai_request_model": served,
+        "gen_ai_response_model": served,
+        "otel_scope_name": "envoyproxy/ai-gateway",
+        "job": "envoy-ai-gateway",
+        "namespace": "envoy-gateway-system",
+        "pod": f"envoy-{gateway}-7d9f8-abcde",
+    }
+    body = ",".join(f'{k}="{v}"' for k, v in labels.items() if v)
+    return f"gen_ai_server_request_duration_seconds_count{{{body}}}"
+
+
+def traffic(**per_minute: str) -> list[dict[str, str]]:
+    """Input series: ``t0=`` tier 0 answered, ``t1=`` tier 1, ``t1_failed=`` tier 1 failed..."""
+    found = []
+    for key, values in per_minute.items():
+        tier, _, state = key.removeprefix("t").partition("_")
+        found.append({"series": series(int(tier), failed=state == "failed"), "values": values})
+    return found
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    route = yaml.safe_load(EXAMPLE.read_text())
+    rule = manifest(run(compose, request(route)), FAILOVER_ALERTS_KEY)
+    return promtool.rule_file(rule["spec"]["groups"], tmp_path_factory.mktemp("rules"))
+
+
+def judge(
+    rules: Path,
+    input_series: list[dict[str, str]],
+    *,
+    alerts: list[tuple[str, str, list[dict[str, Any]]]],
+    ratios: tuple[tuple[str, str, float], ...] = (),
+) -> None:
+    """One promtool test group: ``alerts`` (eval time, alert, firing) and ``ratios``
+    (eval time, recorded series, value) over ``input_series`` sampled every minute."""
+    promtool.unit_test(
+        rules,
+        [
+            {
+                "interval": "1m",
+                "input_series": input_series,
+                "promql_expr_test": [
+                    {
+                        "expr": name,
+                        "eval_time": at,
+                        "exp_samples": [{"labels": _recorded(name), "value": value}],
+                    }
+                    for at, name, value in ratios
+                ],
+                "alert_rule_test": [
+                    {"eval_time": at, "alertname": name, "exp_alerts": firing}
+                    for at, name, firing in alerts
+                ],
+            }
+        ],
+    )
+
+
+def failover(value: str) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "warning", **OWN},
+        "exp_annotations": {
+            "summary": "ModelService team-a/chat on InferenceGateway public is failing over",
+            "description": f"{value} of requests in the last 5 minutes were served by a fallback "
+            "tier (threshold 0.1): the preferred tier is failing or ejected, and spend may have "
+            "moved to a paid tier.",
+        },
+    }
+
+
+def all_failing(value: str) -> dict[str, Any]:
+    return {
+        "exp_labels": {"severity": "critical", **OWN},
+        "exp_annotations": {
+            "summary": "ModelService team-a/chat on InferenceGateway public fails on every tier",
+            "description": f"{value} of requests in the last 5 minutes failed on the last tier (1) "
+            "after failing over: no tier is answering.",
+        },
+    }
+
+
+def test_every_composed_rule_loads_in_prometheus(rules: Path) -> None:
+    assert "SUCCESS: 5 rules found" in promtool.check(rules)
+
+
+def test_failover_at_20_percent_fires_after_the_hold_and_resolves_when_tier_0_recovers(
+    rules: Path,
+) -> None:
+    # Tier 1 serves 20 of 100 requests a minute for 30 minutes, then none.
+    shifted = traffic(t0="0+80x30 2400+100x30", t1="0+20x30 600+0x30")
+    judge(
+        rules,
+        shifted,
+        ratios=(("10m", FALLBACK_RATIO, 0.2), ("10m", FAILURE_RATIO, 0)),
+        alerts=[
+            # Above 10% from minute 1, held 15 minutes: pending, not firing, at 15.
+            ("15m", FAILOVER_ACTIVE, []),
+            ("17m", FAILOVER_ACTIVE, [failover("20%")]),
+            ("17m", ALL_TIERS_FAILING, []),
+            # Tier 0 takes everything again from minute 31; 5 minutes later it is gone.
+            ("37m", FAILOVER_ACTIVE, []),
+        ],
+    )
+
+
+def test_one_percent_on_the_fallback_stays_silent(rules: Path) -> None:
+    judge(
+        rules,
+        traffic(t0=WINDOW.format(99), t1=WINDOW.format(1)),
+        alerts=[("50m", FAILOVER_ACTIVE, [])],
+    )
+
+
+def test_every_tier_failing_fires_the_all_tiers_alert(rules: Path) -> None:
+    # Tier 0 is down (its attempts end in retries), tier 1 answers every request with 5xx.
+    judge(
+        rules,
+        traffic(t0=WINDOW.format(0), t1_failed=WINDOW.format(50)),
+        ratios=(("10m", FAILURE_RATIO, 1),),
+        alerts=[
+            ("3m", ALL_TIERS_FAILING, []),
+            ("10m", ALL_TIERS_FAILING, [all_failing("100%")]),
+            # Every request went to the fallback too.
+            ("20m", FAILOVER_ACTIVE, [failover("100%")]),
+        ],
+    )
+
+
+def test_another_service_or_gateway_on_the_cluster_is_not_counted(rules: Path) -> None:
+    others = [
+        {"series": series(1, model="team-b/chat"), "values": WINDOW.format(100)},
+        {"series": series(1, gateway="internal"), "values": WINDOW.format(100)},
+    ]
+    judge(
+        rules,
+        [*traffic(t0=WINDOW.format(100)), *others],
+        ratios=(("20m", FALLBACK_RATIO, 0),),
+        alerts=[("30m", FAILOVER_ACTIVE, [])],
+    )
+
+
+def _recorded(name: str) -> str:
+    return name + "{" + ",".join(f'{k}="{v}"' for k, v in OWN.items()) + "}"
