@@ -135,6 +135,10 @@ class Driver(Protocol):
         """Objects on the workload clusters whose name starts with ``prefix``, with metadata."""
         ...
 
+    def remote(self, ref: Ref) -> Obj | None:
+        """The object on its workload cluster as the cluster holds it; None if it is not there."""
+        ...
+
     def note(self, text: str) -> None:
         """Say something a reader of the run should know (the emulation keeps quiet)."""
         ...
@@ -431,6 +435,14 @@ class Emulation:
             for ref in self._everything()
             if ref.cluster and ref.name.startswith(prefix)
         ]
+
+    def remote(self, ref: Ref) -> Obj | None:
+        for composed in self.fleet.composed.values():
+            for obj in composed.values():
+                if remote_ref(obj) == ref:
+                    manifest: Obj = obj["spec"]["forProvider"]["manifest"]
+                    return manifest
+        return None
 
     def note(self, text: str) -> None:
         pass

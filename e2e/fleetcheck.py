@@ -15,7 +15,7 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from e2e import emulation, fleetdrills, functions, render, validate
 from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
-from e2e.fleet import Fleet, Obj, XRKey, describe
+from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
 from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
@@ -269,7 +269,9 @@ def drill_cluster_unresolvable(fleet: Fleet) -> list[str]:
 def drill_credential_deleted(
     fleet: Fleet, namespace: str = "team-a", name: str = "openai"
 ) -> list[str]:
-    """Without its credential the fallback leaves the route, with a warning; the route stays."""
+    """Without its credential the fallback leaves the route, with a warning; the route stays.
+    The credential back, the fallback rejoins (the fleet is left as the next drill expects)."""
+    [saved] = [s for s in fleet.secrets if key_of(s)[1:] == (namespace, name)]
     fleet.delete_secret(namespace, name)
     fleet.converge()
     problems = []
@@ -283,6 +285,11 @@ def drill_credential_deleted(
     warnings = [r.get("message", "") for r in fleet.results.get(service, [])]
     if not any("openai" in w for w in warnings):
         problems.append(f"no warning names the left-out endpoint: {warnings}")
+    fleet.apply(saved)
+    fleet.converge()
+    for route in (r for r in routes(fleet) if r.service == service):
+        if not any(b.hostname == "api.openai.com" for b in route.backends):
+            problems.append(f"chat on {route.gateway} does not route to the provider again")
     return problems
 
 

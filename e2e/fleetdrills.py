@@ -21,12 +21,18 @@ What "converged" means after each is decided from the documented behaviour
   silently skipped"), and that service is not Ready until the gateway is back.
 """
 
+import tempfile
 from collections.abc import Callable, Iterable
 from functools import partial
+from pathlib import Path
 
+from e2e import promtool
 from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
 from fleetgate.core import names
+from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
+from fleetgate.core.models import FailoverAlert
+from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 
 Drill = Callable[[Driver], list[str]]
 CLUSTER_LABEL = "fleetgate.dev/cluster"
@@ -427,11 +433,52 @@ def restricted(
     return problems
 
 
+def failover_alerts(driver: Driver) -> list[str]:
+    """Each route with a fallback, on a gateway that asks for PrometheusRules, has its rule on
+    the gateway's cluster, with the service's threshold, and Prometheus loads it; no other
+    route has one. Changes nothing."""
+    gateways = _gateways(driver)
+    problems, checked = [], 0
+    for route in driver.routes():
+        spec = gateways.get(route.gateway, {}).get("spec") or {}
+        wanted = (spec.get("monitoring") or {}).get("prometheusRules") is True and len(
+            {b.priority for b in route.backends}
+        ) > 1
+        ref = Ref(route.cluster, PROMETHEUS_RULE_VERSION, "PrometheusRule", NAMESPACE, route.name)
+        rule = driver.remote(ref)
+        if rule is None:
+            problems += [f"{ref}: missing for {describe(route.service)}"] if wanted else []
+            continue
+        if not wanted:
+            problems.append(f"{ref}: composed, though its gateway asks for no alerts or one tier")
+            continue
+        checked += 1
+        alert = driver.source(route.service)["spec"].get("failoverAlert") or {}
+        threshold = alert.get("threshold", FailoverAlert().threshold)
+        active = [
+            r
+            for g in rule["spec"]["groups"]
+            for r in g["rules"]
+            if r.get("alert") == FAILOVER_ACTIVE
+        ]
+        if [r["expr"].rsplit(" > ", 1)[-1] for r in active] != [threshold]:
+            problems.append(f"{ref}: {FAILOVER_ACTIVE} is not the service's threshold {threshold}")
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                promtool.check(promtool.rule_file(rule["spec"]["groups"], Path(folder)))
+            except AssertionError as refused:
+                problems.append(f"{ref}: Prometheus refuses it: {refused}")
+    return problems if checked else [*problems, "no route's failover alerts to check"]
+
+
 def _gateways(driver: Driver) -> dict[str, Obj]:
     return {k[2]: xr for k, xr in driver.xrs().items() if k[0] == "InferenceGateway"}
 
 
 DRILLS: dict[str, Drill] = {
+    "a route with a fallback carries its failover alerts, loadable by Prometheus": (
+        failover_alerts
+    ),
     "each deployment is spread over the clusters it could run on": spread,
     "a drained cluster leaves the routes; the other keeps serving": drain,
     "a deleted gateway is no longer trusted by the clusters; its objects go": gateway_deleted,

@@ -240,6 +240,9 @@ class ControlPlane:
                 found[ref] = _identity(obj)
         return found
 
+    def remote(self, ref: Ref) -> Obj | None:
+        return self._kube(ref.cluster).get(ref.api_version, ref.kind, ref.name, ref.namespace)
+
     def named(self, prefix: str) -> list[tuple[Ref, Obj]]:
         found = []
         for name, cluster in self.workloads.items():

@@ -212,6 +212,7 @@ COMPOSED_KINDS = frozenset(
         "GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant",  # Gateway API
         "InferencePool", "InferenceObjective", "InferenceModelRewrite",  # GAIE, llm-d
         "InferenceSet", "RayService", "LeaderWorkerSet",  # serving providers
+        "PrometheusRule",  # failover alerts, where a platform runs the Prometheus Operator
     }
 )  # fmt: skip
 

@@ -11,6 +11,8 @@ ingestion; the scrape's own (job, namespace, pod) are in, as a platform's
 scrape configuration would add them.
 """
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ import pytest
 import yaml
 
 from e2e import promtool, render
+from fleetgate.core import metrics
+from fleetgate.inference_cluster import dashboard
 from fleetgate.model_service.alerts import (
     ALL_TIERS_FAILING,
     FAILOVER_ACTIVE,
@@ -190,3 +194,53 @@ def test_another_service_or_gateway_on_the_cluster_is_not_counted(rules: Path) -
 
 def _recorded(name: str) -> str:
     return name + "{" + ",".join(f'{k}="{v}"' for k, v in OWN.items()) + "}"
+
+
+# --- the dashboard ----------------------------------------------------------------------
+
+
+def panel_exprs() -> dict[str, str]:
+    """Each panel's expression with the dashboard's variables at "All"."""
+    model = json.loads(next(iter(dashboard.config_map()["data"].values())))
+    return {
+        p["title"]: p["targets"][0]["expr"].replace("$gateway", ".*").replace("$modelservice", ".*")
+        for p in model["panels"]
+    }
+
+
+def test_every_dashboard_expression_parses_and_reads_only_the_upstream_series(
+    tmp_path: Path,
+) -> None:
+    exprs = panel_exprs()
+    assert len(exprs) == len(dashboard.PANELS)
+    group = {
+        "name": "dashboard",
+        "rules": [{"record": f"panel:{i}", "expr": e} for i, e in enumerate(exprs.values())],
+    }
+    assert f"SUCCESS: {len(exprs)} rules found" in promtool.check(
+        promtool.rule_file([group], tmp_path)
+    )
+    read = {name for e in exprs.values() for name in re.findall(r"([a-z_:]+)\{", e)}
+    assert read == {metrics.REQUESTS, metrics.TOKENS}
+
+
+def test_the_dashboard_shows_the_share_the_alert_watches(rules: Path) -> None:
+    share = panel_exprs()["Share served by a fallback tier"]
+    promtool.unit_test(
+        rules,
+        [
+            {
+                "interval": "1m",
+                "input_series": traffic(t0=WINDOW.format(80), t1=WINDOW.format(20)),
+                "promql_expr_test": [
+                    {
+                        "expr": share,
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": f'{{{metrics.MODEL}="team-a/chat"}}', "value": 0.2}
+                        ],
+                    }
+                ],
+            }
+        ],
+    )

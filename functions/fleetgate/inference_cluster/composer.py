@@ -22,7 +22,7 @@ from fleetgate.core.observed import configmap_value
 from fleetgate.core.ordering import compose_after
 from fleetgate.core.readiness import condition_query
 from fleetgate.core.reconcile import Reconcile, Selector
-from fleetgate.inference_cluster import builders, stack
+from fleetgate.inference_cluster import builders, dashboard, stack
 from fleetgate.inference_cluster.builders import FleetGateway, Site, Trust
 
 GATEWAYS = "gateways"
@@ -42,6 +42,7 @@ CLIENT_CAS = "client-cas"
 CLIENT_VALIDATION = "client-validation"
 GATEWAY = "gateway"
 GATEWAY_CLASS = "gateway-class"
+FAILOVER_DASHBOARD = "failover-dashboard"
 
 SCHEDULABLE = "Schedulable"
 CONNECTED = "Connected"
@@ -127,8 +128,8 @@ def connect(rec: Reconcile, progress: Progress, site: Site, *, install: bool) ->
 
 
 def install_stack(progress: Progress, site: Site, redis: str | None) -> None:
-    """Helm releases, the Inference Extension CRDs, the GatewayClass and the rate-limit Redis
-    (unless ``redis`` names one to use), each after its deps."""
+    """Helm releases, the Inference Extension CRDs, the GatewayClass, the rate-limit Redis
+    (unless ``redis`` names one to use) and the failover dashboard, each after its deps."""
     crds = stack.gaie_crd_manifests()
     for key, crd in crds.items():
         manifest = site.remote(crd, readiness_query=stack.CRD_READY, keep_on_delete=True)
@@ -166,6 +167,7 @@ def install_stack(progress: Progress, site: Site, redis: str | None) -> None:
         keep_on_delete=True,
     )
     progress.after(GATEWAY_CLASS, gateway_class, ready=[stack.release_key("envoy-gateway")])
+    progress.after(FAILOVER_DASHBOARD, site.remote(dashboard.config_map()), ready=[NAMESPACE])
 
 
 def stack_keys(*, own_redis: bool) -> list[str]:
@@ -174,6 +176,7 @@ def stack_keys(*, own_redis: bool) -> list[str]:
         *(stack.release_key(c.key) for c in stack.CHARTS),
         *(stack.redis_key(m["kind"]) for m in stack.rate_limit_redis() if own_redis),
         GATEWAY_CLASS,
+        FAILOVER_DASHBOARD,
     ]
 
 

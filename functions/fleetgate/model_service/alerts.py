@@ -1,34 +1,23 @@
 """Failover an operator can see: one route's recording rules and alerts, as a PrometheusRule.
 
-The series are Envoy AI Gateway's own (v1.1.0): its external processor records
-``gen_ai.server.request.duration`` once per request, through the router filter,
-with the request headers of the attempt that answered, and adds ``error.type``
-when the answer was not a 2xx (internal/extproc/processor_impl.go:169-187,
-538-551; internal/metrics/metrics_impl.go:110-145). Its Prometheus exporter
-(go.opentelemetry.io/otel/exporters/prometheus v0.66.0, default translation)
-exposes it as ``gen_ai_server_request_duration_seconds_count``, dots in label
-names turned into underscores. The stack maps Fleetgate's headers onto labels
-(inference_cluster/stack.py METRIC_HEADERS): ``fleetgate_tier``, set by each
-backend to its tier, and ``fleetgate_gateway``, set by the gateway's listener.
-The client's model name, ``gen_ai_original_model``, is ``<namespace>/<service>``,
-so it names the ModelService (``gen_ai_request_model`` is the served name after
-a rewrite, processor_impl.go:704-709).
-
-Each rule sums away whatever labels the scrape adds (pod, namespace of the
-Envoy pod...) and sets the service's own, so the alert reads the same under
-any scrape configuration.
+The series are Envoy AI Gateway's request counter (``core/metrics.py`` says
+where each label comes from): one count per request, labelled with the tier
+of the attempt that answered and, when it failed, ``error_type``. Each rule
+sums away whatever labels the scrape adds (pod, namespace of the Envoy pod...)
+and sets the service's own, so the alert reads the same under any scrape
+configuration.
 """
 
 from collections.abc import Sequence
 from typing import Any, Final
 
+from fleetgate.core import metrics
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.models import FailoverAlert, RouteBackend
 from fleetgate.core.objects import Manifest
 from fleetgate.model_service.naming import Service, ai_gateway_route_name
 
 PROMETHEUS_RULE_VERSION: Final = "monitoring.coreos.com/v1"
-REQUESTS: Final = "gen_ai_server_request_duration_seconds_count"
 WINDOW: Final = "5m"
 FALLBACK_RATIO: Final = "fleetgate:modelservice_fallback_ratio:rate5m"
 FAILURE_RATIO: Final = "fleetgate:modelservice_failure_ratio:rate5m"
@@ -47,12 +36,12 @@ def tiers(backends: Sequence[RouteBackend]) -> int:
 
 
 def _selector(service: Service, gateway: str, *more: str) -> str:
-    matchers = [f'gen_ai_original_model="{service.model}"', f'fleetgate_gateway="{gateway}"']
+    matchers = [f'{metrics.MODEL}="{service.model}"', f'{metrics.GATEWAY}="{gateway}"']
     return "{" + ",".join([*matchers, *more]) + "}"
 
 
 def _rate(service: Service, gateway: str, *more: str) -> str:
-    return f"sum(rate({REQUESTS}{_selector(service, gateway, *more)}[{WINDOW}]))"
+    return f"sum(rate({metrics.REQUESTS}{_selector(service, gateway, *more)}[{WINDOW}]))"
 
 
 def _share(service: Service, gateway: str, *more: str) -> str:
@@ -73,14 +62,14 @@ def failover_rules(
 ) -> list[dict[str, Any]]:
     """The rule group's rules: three recorded series and two alerts."""
     labels = _labels(service, gateway)
-    failed = 'error_type!=""'
-    on_last_tier = f'fleetgate_tier="{last_tier}"'
+    failed = f'{metrics.ERROR_TYPE}!=""'
+    on_last_tier = f'{metrics.TIER}="{last_tier}"'
     where = f"ModelService {service.model} on InferenceGateway {gateway}"
     return [
         {"record": REQUEST_RATE, "expr": _rate(service, gateway), "labels": labels},
         {
             "record": FALLBACK_RATIO,
-            "expr": _share(service, gateway, 'fleetgate_tier!="0"'),
+            "expr": _share(service, gateway, f'{metrics.TIER}!="0"'),
             "labels": labels,
         },
         {"record": FAILURE_RATIO, "expr": _share(service, gateway, failed), "labels": labels},
