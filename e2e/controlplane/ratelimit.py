@@ -316,19 +316,10 @@ def _request(
         conn.close()
 
 
-DescriptorLike = Descriptor | Sequence[tuple[str, str]]
-
-
-def _descriptor_json(descriptor: DescriptorLike) -> Obj:
-    if isinstance(descriptor, Descriptor):
-        return descriptor.json()
-    return {"entries": [{"key": k, "value": v} for k, v in descriptor]}
-
-
 def should_rate_limit(
     cluster: Cluster | str,
     domain: str,
-    descriptors: Iterable[DescriptorLike],
+    descriptors: Iterable[Descriptor],
     hits_addend: int = 1,
 ) -> Obj:
     """ShouldRateLimit, as Envoy's rate-limit filter asks it, through the service's ``/json``
@@ -339,7 +330,7 @@ def should_rate_limit(
     service = running(cluster)
     request = {
         "domain": domain,
-        "descriptors": [_descriptor_json(d) for d in descriptors],
+        "descriptors": [d.json() for d in descriptors],
         "hitsAddend": hits_addend,
     }
     status, body = _request(service, "POST", service.http_port, "/json", request)
@@ -365,20 +356,6 @@ class Limit(NamedTuple):
 
     def in_domain(self, domain: str) -> bool:
         return self.key.startswith(f"{domain}.")
-
-    def entries(self, domain: str) -> list[tuple[str, str]]:
-        """The descriptor under ``domain``: (key, value) pairs, value "" where any value
-        matches. `key_value` is ambiguous in general; Envoy Gateway's values are either its
-        key itself (a generic key, a header match) or absent (a distinct match), which this
-        reads unambiguously."""
-        found = []
-        for part in self.key.removeprefix(f"{domain}.").split("."):
-            half = (len(part) - 1) // 2
-            if len(part) % 2 == 1 and part[half] == "_" and part[:half] == part[half + 1 :]:
-                found.append((part[:half], part[:half]))
-            else:
-                found.append((part, ""))
-        return found
 
 
 def parse_limit(line: str) -> Limit:

@@ -18,7 +18,7 @@ cel.go:19-45, internal/extproc/processor_impl.go:849-895 at v1.1.0).
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Final, NamedTuple
 
@@ -39,6 +39,7 @@ from fleetgate.core.kinds.governance import (
     Pricing,
     ResolvedLimit,
 )
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 
 # The metadata key of each cost counter, finest first (see COST_SCALES).
@@ -52,6 +53,17 @@ PER_MILLION: Final = Decimal(1_000_000)
 def group_key(group: str) -> str:
     """The requirement name of a group's Secret."""
     return f"group-{group}"
+
+
+def require_groups(rec: Reconcile, groups: Iterable[str]) -> dict[str, list[SecretKeys] | None]:
+    """Each caller group's Secret in the system namespace, by group: its key names, [] when
+    it does not exist, None until Crossplane has looked it up."""
+    return {
+        group: rec.require_secrets(
+            group_key(group), Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE)
+        )
+        for group in groups
+    }
 
 
 class Callers(NamedTuple):

@@ -9,7 +9,7 @@ from typing import Final, NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
-from fleetgate.core.governance import group_key, limit_groups, resolve_limits
+from fleetgate.core.governance import limit_groups, require_groups, resolve_limits
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.reconcile import Reconcile, Selector
@@ -68,12 +68,7 @@ def caller_limits(rec: Reconcile, gateway: InferenceGateway) -> list[ResolvedLim
     """``spec.auth.limits``, each narrowing resolved to callers; a group that is missing
     narrows to nobody, and a warning says so."""
     limits = gateway.spec.auth.limits if gateway.spec.auth else []
-    found = {
-        group: rec.require_secrets(
-            group_key(group), Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE)
-        )
-        for group in limit_groups(limits)
-    }
+    found = require_groups(rec, limit_groups(limits))
     waiting = sorted(group for group, secrets in found.items() if secrets is None)
     if waiting:
         listed = ", ".join(f"{SYSTEM_NAMESPACE}/{group}" for group in waiting)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
-from fleetgate.core.governance import group_key
+from fleetgate.core.governance import require_groups
 from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
@@ -110,13 +110,7 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
         )
         for i, entry in enumerate(xr.spec.endpoints)
     ]
-    groups = {
-        group: rec.require_secrets(
-            group_key(group),
-            Selector("v1", "Secret", name=group, namespace=SYSTEM_NAMESPACE),
-        )
-        for group in access.groups(xr.spec.access)
-    }
+    groups = require_groups(rec, access.groups(xr.spec.access))
     waiting = [] if gateways is not None else ["InferenceGateways"]
     waiting += [] if clusters is not None else ["InferenceClusters"]
     entries = [str(i) for i, found in enumerate(matched) if found is None]
