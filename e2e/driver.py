@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from e2e.emulation import merge_patch
 from e2e.fleet import Fleet, Obj, XRKey, fingerprint
 from fleetgate.core import governance, names
-from fleetgate.core.constants import CALLER_HEADER, TOTAL_TOKENS_KEY
+from fleetgate.core.constants import CALLER_HEADER, ENDPOINT_HEADER, TOTAL_TOKENS_KEY
 
 Check = Callable[[], list[str]]
 MODEL_HEADER = "x-ai-eg-model"
@@ -54,6 +54,8 @@ class Backend:
     removes_caller: bool
     credential: bool
     prefix: str
+    # The ModelEndpoint, as the backendRef names it to AI Gateway's metrics.
+    endpoint: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,14 @@ def routes_of(remote: list[Obj], gateways: dict[str, Obj]) -> list[Route]:
                     in ((ai_spec.get("headerMutation") or {}).get("remove") or []),
                     credential=bool(policies),
                     prefix=(ai_spec.get("schema") or {}).get("prefix", ""),
+                    endpoint=next(
+                        (
+                            h["value"]
+                            for h in (ref.get("headerMutation") or {}).get("set") or []
+                            if h["name"] == ENDPOINT_HEADER
+                        ),
+                        "",
+                    ),
                 )
             )
         found.append(

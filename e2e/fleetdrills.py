@@ -31,6 +31,7 @@ from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
+from fleetgate.core.metrics import COST_RATE
 from fleetgate.core.models import FailoverAlert
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 
@@ -433,36 +434,45 @@ def restricted(
     return problems
 
 
+def _priced(driver: Driver, route: Route) -> bool:
+    """Whether a ModelEndpoint the route sends to has a price."""
+    xrs = driver.xrs()
+    return any(
+        "pricing" in xrs.get(("ModelEndpoint", route.service[1], b.endpoint), {}).get("spec", {})
+        for b in route.backends
+    )
+
+
 def failover_alerts(driver: Driver) -> list[str]:
-    """Each route with a fallback, on a gateway that asks for PrometheusRules, has its rule on
-    the gateway's cluster, with the service's threshold, and Prometheus loads it; no other
+    """Each route with a fallback or a priced endpoint, on a gateway that asks for
+    PrometheusRules, has its rule on the gateway's cluster (with a fallback: the alert at the
+    service's threshold; priced: each caller's spend), and Prometheus loads it; no other
     route has one. Changes nothing."""
     gateways = _gateways(driver)
     problems, checked = [], 0
     for route in driver.routes():
         spec = gateways.get(route.gateway, {}).get("spec") or {}
-        wanted = (spec.get("monitoring") or {}).get("prometheusRules") is True and len(
-            {b.priority for b in route.backends}
-        ) > 1
+        monitored = (spec.get("monitoring") or {}).get("prometheusRules") is True
+        fallback, priced = len({b.priority for b in route.backends}) > 1, _priced(driver, route)
         ref = Ref(route.cluster, PROMETHEUS_RULE_VERSION, "PrometheusRule", NAMESPACE, route.name)
         rule = driver.remote(ref)
-        if rule is None:
-            problems += [f"{ref}: missing for {describe(route.service)}"] if wanted else []
-            continue
-        if not wanted:
-            problems.append(f"{ref}: composed, though its gateway asks for no alerts or one tier")
+        wanted = monitored and (fallback or priced)
+        if (rule is not None) != wanted:
+            why = "composed, though nothing asks for it there" if rule else "missing"
+            problems.append(f"{ref}: {why} ({describe(route.service)})")
+        if rule is None or not wanted:
             continue
         checked += 1
+        rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
         alert = driver.source(route.service)["spec"].get("failoverAlert") or {}
         threshold = alert.get("threshold", FailoverAlert().threshold)
         active = [
-            r
-            for g in rule["spec"]["groups"]
-            for r in g["rules"]
-            if r.get("alert") == FAILOVER_ACTIVE
+            r["expr"].rsplit(" > ", 1)[-1] for r in rules if r.get("alert") == FAILOVER_ACTIVE
         ]
-        if [r["expr"].rsplit(" > ", 1)[-1] for r in active] != [threshold]:
-            problems.append(f"{ref}: {FAILOVER_ACTIVE} is not the service's threshold {threshold}")
+        if active != ([threshold] if fallback else []):
+            problems.append(f"{ref}: {FAILOVER_ACTIVE} at {active}, the service's is {threshold}")
+        if any(r.get("record") == COST_RATE for r in rules) != priced:
+            problems.append(f"{ref}: spend series {'missing' if priced else 'for no price'}")
         with tempfile.TemporaryDirectory() as folder:
             try:
                 promtool.check(promtool.rule_file(rule["spec"]["groups"], Path(folder)))

@@ -52,7 +52,13 @@ def check(*rule_files: Path) -> str:
 
 def unit_test(rules: Path, tests: list[dict[str, Any]], *, interval: str = "1m") -> str:
     """``promtool test rules`` of ``tests`` (its test-group schema) against ``rules``."""
-    spec = {"rule_files": [rules.name], "evaluation_interval": interval, "tests": tests}
+    # Fuzzy: floats compared to within a few ulps, as rates of prices are not exact.
+    spec = {
+        "rule_files": [rules.name],
+        "evaluation_interval": interval,
+        "fuzzy_compare": True,
+        "tests": tests,
+    }
     path = rules.parent / "tests.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return _run("test", "rules", path.name, cwd=rules.parent)

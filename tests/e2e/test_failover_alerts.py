@@ -38,13 +38,24 @@ OWN = {"namespace": "team-a", "modelservice": "chat", "gateway": "public"}
 WINDOW = "0+{}x60"  # a counter growing by {} requests every minute for an hour
 
 
+# The example route's endpoint and served model name per tier.
+SERVED = {0: ("qwen3-8b-eu-1", "team-a/qwen3-8b"), 1: ("openai", "gpt-4o-mini")}
+
+
 def series(
-    tier: int, *, failed: bool = False, model: str = "team-a/chat", gateway: str = "public"
+    tier: int,
+    *,
+    failed: bool = False,
+    model: str = "team-a/chat",
+    gateway: str = "public",
+    tokens: str = "",
 ) -> str:
-    served = {0: "team-a/qwen3-8b", 1: "gpt-4o-mini"}[tier]
+    """A request count, or with ``tokens`` (a gen_ai.token.type) a token sum, of one caller."""
+    endpoint, served = SERVED[tier]
     labels = {
         "error_type": "_OTHER" if failed else "",
         "fleetgate_caller": "alice",
+        "fleetgate_endpoint": endpoint,
         "fleetgate_gateway": gateway,
         "fleetgate_tier": str(tier),
         "gen_ai_operation_name": "chat",
@@ -52,13 +63,14 @@ def series(
         "gen_ai_provider_name": "openai",
         "gen_ai_request_model": served,
         "gen_ai_response_model": served,
+        "gen_ai_token_type": tokens,
         "otel_scope_name": "envoyproxy/ai-gateway",
         "job": "envoy-ai-gateway",
         "namespace": "envoy-gateway-system",
         "pod": f"envoy-{gateway}-7d9f8-abcde",
     }
     body = ",".join(f'{k}="{v}"' for k, v in labels.items() if v)
-    return f"gen_ai_server_request_duration_seconds_count{{{body}}}"
+    return f"{metrics.TOKENS if tokens else metrics.REQUESTS}{{{body}}}"
 
 
 def traffic(**per_minute: str) -> list[dict[str, str]]:
@@ -133,7 +145,8 @@ def all_failing(value: str) -> dict[str, Any]:
 
 
 def test_every_composed_rule_loads_in_prometheus(rules: Path) -> None:
-    assert "SUCCESS: 5 rules found" in promtool.check(rules)
+    # Three recorded ratios, two alerts, and the priced fallback's input, cached and output.
+    assert "SUCCESS: 8 rules found" in promtool.check(rules)
 
 
 def test_failover_at_20_percent_fires_after_the_hold_and_resolves_when_tier_0_recovers(
@@ -220,8 +233,9 @@ def test_every_dashboard_expression_parses_and_reads_only_the_upstream_series(
     assert f"SUCCESS: {len(exprs)} rules found" in promtool.check(
         promtool.rule_file([group], tmp_path)
     )
-    read = {name for e in exprs.values() for name in re.findall(r"([a-z_:]+)\{", e)}
-    assert read == {metrics.REQUESTS, metrics.TOKENS}
+    read = {name for e in exprs.values() for name in re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{", e)}
+    # AI Gateway's two series, and the spend the composed rules record from one of them.
+    assert read == {metrics.REQUESTS, metrics.TOKENS, metrics.COST_RATE}
 
 
 def test_the_dashboard_shows_the_share_the_alert_watches(rules: Path) -> None:
@@ -238,6 +252,35 @@ def test_the_dashboard_shows_the_share_the_alert_watches(rules: Path) -> None:
                         "eval_time": "10m",
                         "exp_samples": [
                             {"labels": f'{{{metrics.MODEL}="team-a/chat"}}', "value": 0.2}
+                        ],
+                    }
+                ],
+            }
+        ],
+    )
+
+
+def test_the_dashboard_prices_each_callers_tokens_as_the_usage_record_does(rules: Path) -> None:
+    """openai (the example's tier 1) at 0.15 / 0.075 cached / 0.60 per million tokens: alice's
+    1000 input tokens a minute, 200 of them cached, and 500 output cost
+    (800 * 0.15 + 200 * 0.075 + 500 * 0.60) / 1e6 = 0.000435 a minute, 0.0261 an hour."""
+    spend = panel_exprs()["Spend per caller, per hour"]
+    used = {"input": 1000, "cached_input": 200, "output": 500}
+    promtool.unit_test(
+        rules,
+        [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": series(1, tokens=kind), "values": WINDOW.format(n)}
+                    for kind, n in used.items()
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": spend,
+                        "eval_time": "10m",
+                        "exp_samples": [
+                            {"labels": f'{{{metrics.CALLER}="alice"}}', "value": 0.0261}
                         ],
                     }
                 ],

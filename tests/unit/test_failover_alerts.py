@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from fleetgate.core.metrics import COST_RATE
 from fleetgate.model_service.alerts import (
     ALL_TIERS_FAILING,
     FAILOVER_ACTIVE,
@@ -89,10 +90,25 @@ def test_a_route_with_two_tiers_composes_its_rules() -> None:
     assert rules[ALL_TIERS_FAILING]["labels"] == {"severity": "critical", **own}
 
 
-def test_a_route_with_one_tier_has_nothing_to_fail_over_to() -> None:
+def test_a_route_with_one_unpriced_tier_has_nothing_to_watch() -> None:
     xr = model_route(backend("a"), backend("b"))
     xr["spec"]["failoverAlert"] = ALERT
     assert FAILOVER_ALERTS_KEY not in run(compose, request(xr)).desired
+
+
+PRICED = {"inputTokens": "0.15", "cachedInputTokens": "0.075", "outputTokens": "0.60"}
+
+
+def test_a_priced_endpoint_records_each_callers_spend_without_failover_alerts() -> None:
+    xr = model_route(backend("a"), backend("paid", pricing=PRICED))
+    xr["spec"]["failoverAlert"] = ALERT
+    rules = manifest(run(compose, request(xr)), FAILOVER_ALERTS_KEY)["spec"]["groups"][0]["rules"]
+    assert {r.get("record") or r.get("alert") for r in rules} == {COST_RATE}
+    # Per token: input at its price, a cached token the difference (it is also an input token).
+    prices = {r["labels"]["gen_ai_token_type"]: r["expr"].split(" * ")[-1] for r in rules}
+    assert prices == {"input": "0.00000015", "cached_input": "-0.000000075", "output": "0.0000006"}
+    assert {r["labels"]["fleetgate_endpoint"] for r in rules} == {"paid"}
+    assert all(r["expr"].startswith("sum by (fleetgate_caller) (rate(") for r in rules)
 
 
 def test_the_rule_never_holds_the_route_back_and_a_refusal_is_named() -> None:

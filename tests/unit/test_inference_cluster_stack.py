@@ -90,7 +90,7 @@ VALUES = [
         "ai-gateway",
         ("controller", "metricsRequestHeaderAttributes"),
         "x-fleetgate-tier:fleetgate.tier,x-fleetgate-gateway:fleetgate.gateway,"
-        "x-fleetgate-caller:fleetgate.caller",
+        "x-fleetgate-endpoint:fleetgate.endpoint,x-fleetgate-caller:fleetgate.caller",
     ),
     # The extension message past 4 MiB, on both ends (bench/extension_message).
     ("ai-gateway", ("controller", "maxRecvMsgSize"), "33554432"),

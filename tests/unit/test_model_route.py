@@ -39,9 +39,14 @@ Obj = dict[str, Any]
 EU_1 = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
 
 
-# Every attempt names its tier, for the usage record and the failover metrics.
-def tier(priority: int) -> Obj:
-    return {"set": [{"name": "x-fleetgate-tier", "value": str(priority)}]}
+# Every attempt names its tier and endpoint, for the usage record and the metrics.
+def attempt(priority: int, endpoint: str) -> Obj:
+    return {
+        "set": [
+            {"name": "x-fleetgate-tier", "value": str(priority)},
+            {"name": "x-fleetgate-endpoint", "value": endpoint},
+        ]
+    }
 
 
 # What a third party never receives: the caller, the gateway, the caller's address.
@@ -147,21 +152,21 @@ def test_canary_route() -> None:
             "name": backend_name(SVC, "public", "qwen-eu-1"),
             "weight": 9,
             "priority": 0,
-            "headerMutation": tier(0),
+            "headerMutation": attempt(0, "qwen-eu-1"),
             "modelNameOverride": "team-a/qwen",
         },
         {
             "name": backend_name(SVC, "public", "qwen-us-1"),
             "weight": 1,
             "priority": 0,
-            "headerMutation": tier(0),
+            "headerMutation": attempt(0, "qwen-us-1"),
             "modelNameOverride": "team-a/qwen",
         },
         {
             "name": backend_name(SVC, "public", "openai"),
             "weight": 1,
             "priority": 1,
-            "headerMutation": tier(1),
+            "headerMutation": attempt(1, "openai"),
             "modelNameOverride": "gpt-4o-mini",
         },
     ]

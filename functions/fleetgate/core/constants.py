@@ -16,6 +16,9 @@ CALLER_HEADER: Final = "x-fleetgate-caller"
 # gateway it came through. AI Gateway turns both (and the caller) into metric
 # labels and the tier into usage-record metadata: see inference_cluster/stack.py.
 TIER_HEADER: Final = "x-fleetgate-tier"
+# Set likewise by each backend: the ModelEndpoint that answered, so the metrics
+# can price its tokens (the failover alerts' cost series).
+ENDPOINT_HEADER: Final = "x-fleetgate-endpoint"
 GATEWAY_HEADER: Final = "x-fleetgate-gateway"
 MODEL_HEADER: Final = "x-ai-eg-model"
 SERVED_MODEL_ENV: Final = "FLEETGATE_SERVED_MODEL_NAME"
@@ -53,4 +56,5 @@ TIER_METADATA_KEY: Final = "tier"
 # into underscores: fleetgate_tier, fleetgate_gateway, fleetgate_caller).
 TIER_ATTRIBUTE: Final = "fleetgate.tier"
 GATEWAY_ATTRIBUTE: Final = "fleetgate.gateway"
+ENDPOINT_ATTRIBUTE: Final = "fleetgate.endpoint"
 CALLER_ATTRIBUTE: Final = "fleetgate.caller"

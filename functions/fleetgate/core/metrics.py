@@ -28,8 +28,17 @@ TOKENS: Final = "gen_ai_client_token_usage_sum"
 
 MODEL: Final = "gen_ai_original_model"
 TOKEN_TYPE: Final = "gen_ai_token_type"
+# gen_ai.token.type values (internal/metrics/genai.go); input includes cached input.
+INPUT, CACHED_INPUT, OUTPUT = "input", "cached_input", "output"
 ERROR_TYPE: Final = "error_type"
 # OpenTelemetry attribute names as Prometheus labels (constants.TIER_ATTRIBUTE...).
 TIER: Final = "fleetgate_tier"
 GATEWAY: Final = "fleetgate_gateway"
+ENDPOINT: Final = "fleetgate_endpoint"
 CALLER: Final = "fleetgate_caller"
+
+# Recorded by the PrometheusRules the ModelRoutes compose (model_service/alerts.py):
+# each caller's spend per second, in the currency of the endpoints' prices, one
+# series per priced endpoint and token type (labels namespace, modelservice,
+# gateway, fleetgate_endpoint, gen_ai_token_type).
+COST_RATE: Final = "fleetgate:modelservice_cost:rate5m"

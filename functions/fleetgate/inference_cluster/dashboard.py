@@ -74,8 +74,16 @@ PANELS: Final = (
         f"sum by ({metrics.CALLER}, {metrics.TOKEN_TYPE}) ({_rate(metrics.TOKENS)})",
         f"{{{{{metrics.CALLER}}}}} {{{{{metrics.TOKEN_TYPE}}}}}",
         "short",
-        "Tokens per second per caller and kind (input, cached_input, output...). Cost per "
-        "request is in the gateways' usage record (its cost key): no series carries it.",
+        "Tokens per second per caller and kind (input, cached_input, output...).",
+    ),
+    Panel(
+        "Spend per caller, per hour",
+        f'sum by ({metrics.CALLER}) ({metrics.COST_RATE}{{gateway=~"$gateway"}}) * 3600',
+        f"{{{{{metrics.CALLER}}}}}",
+        "short",
+        "In the currency of the endpoints' prices, across the services routed here; recorded "
+        "by the PrometheusRules of gateways with spec.monitoring.prometheusRules (priced "
+        "endpoints only).",
     ),
     Panel(
         "Fallback tokens per caller",

@@ -11,6 +11,7 @@ from typing import Any, Final
 from fleetgate.core.constants import (
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
+    ENDPOINT_HEADER,
     GATEWAY_HEADER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
@@ -31,7 +32,7 @@ from fleetgate.core.models import (
 from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
-from fleetgate.model_service.alerts import prometheus_rule, tiers
+from fleetgate.model_service.alerts import prometheus_rule
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_ACCESS_KEY,
@@ -56,7 +57,8 @@ GATEWAY_API: Final = "gateway.networking.k8s.io"
 # mutation cannot remove its own x-ai-eg-* headers (internal/headermutator/
 # header_mutator.go:119-123 at v1.1.0): x-ai-eg-model, the caller's model name
 # (<namespace>/<service>), still reaches the provider (see SECURITY.md), as
-# does x-fleetgate-tier: a header a backend sets cannot also be removed.
+# do x-fleetgate-tier and x-fleetgate-endpoint: a header a backend sets cannot
+# also be removed.
 THIRD_PARTY_REMOVED: Final = (
     CALLER_HEADER,
     GATEWAY_HEADER,
@@ -104,9 +106,14 @@ def ai_gateway_route(
             "name": backend_name(service, gateway.name, b.endpoint),
             "weight": b.weight,
             "priority": b.priority,
-            # Each attempt carries its tier into the usage record and the
-            # metrics (inference_cluster/stack.py): which tier answered.
-            "headerMutation": {"set": [{"name": TIER_HEADER, "value": str(b.priority)}]},
+            # Each attempt carries its tier and endpoint into the usage record
+            # and the metrics (inference_cluster/stack.py): which one answered.
+            "headerMutation": {
+                "set": [
+                    {"name": TIER_HEADER, "value": str(b.priority)},
+                    {"name": ENDPOINT_HEADER, "value": b.endpoint},
+                ]
+            },
         }
         if b.model_name_override:
             ref["modelNameOverride"] = b.model_name_override
@@ -345,7 +352,7 @@ def model_route_objects(
 
     ``access``: who may call and how much; None, anyone the gateway
     authenticates, within the gateway's own limits. ``alert``: the failover
-    alerts, composed when the route has a tier to fail over to.
+    alerts, composed when the route has a tier to fail over to or a priced endpoint.
     """
     gw = gateway.name
 
@@ -371,8 +378,9 @@ def model_route_objects(
     if access is not None:
         objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, access.callers))
         objects[CALLER_TRAFFIC_KEY] = remote(caller_traffic(service, gateway, access.limits))
-    if alert is not None and tiers(backends) > 1:
-        objects[FAILOVER_ALERTS_KEY] = remote(prometheus_rule(service, gw, backends, alert))
+    rule = None if alert is None else prometheus_rule(service, gw, backends, alert)
+    if rule is not None:
+        objects[FAILOVER_ALERTS_KEY] = remote(rule)
     for b in backends:
         objects[endpoint_key(b.endpoint, "backend")] = remote(backend(service, gw, b))
         objects[endpoint_key(b.endpoint, "ai-service-backend")] = remote(

@@ -8,7 +8,8 @@ and sets the service's own, so the alert reads the same under any scrape
 configuration.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from typing import Any, Final
 
 from fleetgate.core import metrics
@@ -22,6 +23,7 @@ WINDOW: Final = "5m"
 FALLBACK_RATIO: Final = "fleetgate:modelservice_fallback_ratio:rate5m"
 FAILURE_RATIO: Final = "fleetgate:modelservice_failure_ratio:rate5m"
 REQUEST_RATE: Final = "fleetgate:modelservice_requests:rate5m"
+PER_MILLION: Final = Decimal(1_000_000)
 FAILOVER_ACTIVE: Final = "FleetgateFailoverActive"
 ALL_TIERS_FAILING: Final = "FleetgateAllTiersFailing"
 # Share of requests that failed on the last tier, every tier before it having
@@ -105,10 +107,74 @@ def failover_rules(
     ]
 
 
+def _per_token(backend: RouteBackend) -> Iterator[tuple[str, Decimal]]:
+    """(token type, price of one token) for the backend's priced token types.
+
+    AI Gateway's input count includes the cached input tokens (as its cost
+    variables do, fleetgate.core.governance), so a cached token adds the
+    difference of the two prices to the input price.
+    """
+    pricing = backend.pricing
+    if pricing is None:
+        return
+    uncached = Decimal(pricing.input_tokens)
+    cached = Decimal(pricing.cached_input_tokens or pricing.input_tokens)
+    prices = (
+        (metrics.INPUT, uncached),
+        (metrics.CACHED_INPUT, cached - uncached),
+        (metrics.OUTPUT, Decimal(pricing.output_tokens)),
+    )
+    for token_type, price in prices:
+        if price:
+            yield token_type, price / PER_MILLION
+
+
+def cost_rules(
+    service: Service, gateway: str, backends: Sequence[RouteBackend]
+) -> list[dict[str, Any]]:
+    """Each caller's spend per second on each priced endpoint, by token type.
+
+    From AI Gateway's token counter, labelled by the endpoint that answered
+    (``fleetgate_endpoint``) and its caller; the same price as the usage
+    record's ``cost``, unrounded.
+    """
+    rules = []
+    for b in backends:
+        for token_type, price in _per_token(b):
+            matchers = (
+                f'{metrics.ENDPOINT}="{b.endpoint}"',
+                f'{metrics.TOKEN_TYPE}="{token_type}"',
+            )
+            tokens = f"{metrics.TOKENS}{_selector(service, gateway, *matchers)}"
+            rules.append(
+                {
+                    "record": metrics.COST_RATE,
+                    "expr": f"sum by ({metrics.CALLER}) (rate({tokens}[{WINDOW}])) * {price:f}",
+                    "labels": {
+                        **_labels(service, gateway),
+                        metrics.ENDPOINT: b.endpoint,
+                        metrics.TOKEN_TYPE: token_type,
+                    },
+                }
+            )
+    return rules
+
+
 def prometheus_rule(
     service: Service, gateway: str, backends: Sequence[RouteBackend], alert: FailoverAlert
-) -> Manifest:
-    """The PrometheusRule for the route, in the system namespace of the gateway's cluster."""
+) -> Manifest | None:
+    """The PrometheusRule for the route, in the system namespace of the gateway's cluster:
+    failover alerts with more than one tier, spend with a priced endpoint; else None."""
+    rules = [
+        *(
+            failover_rules(service, gateway, tiers(backends) - 1, alert)
+            if tiers(backends) > 1
+            else []
+        ),
+        *cost_rules(service, gateway, backends),
+    ]
+    if not rules:
+        return None
     name = ai_gateway_route_name(service, gateway)
     return {
         "apiVersion": PROMETHEUS_RULE_VERSION,
@@ -118,7 +184,7 @@ def prometheus_rule(
             "groups": [
                 {
                     "name": f"fleetgate-failover-{name}",
-                    "rules": failover_rules(service, gateway, tiers(backends) - 1, alert),
+                    "rules": rules,
                 }
             ]
         },
