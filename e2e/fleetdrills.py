@@ -434,9 +434,8 @@ def restricted(
     return problems
 
 
-def _priced(driver: Driver, route: Route) -> bool:
+def _priced(xrs: dict[XRKey, Obj], route: Route) -> bool:
     """Whether a ModelEndpoint the route sends to has a price."""
-    xrs = driver.xrs()
     return any(
         "pricing" in xrs.get(("ModelEndpoint", route.service[1], b.endpoint), {}).get("spec", {})
         for b in route.backends
@@ -448,12 +447,13 @@ def failover_alerts(driver: Driver) -> list[str]:
     PrometheusRules, has its rule on the gateway's cluster (with a fallback: the alert at the
     service's threshold; priced: each caller's spend), and Prometheus loads it; no other
     route has one. Changes nothing."""
-    gateways = _gateways(driver)
+    xrs = driver.xrs()
+    gateways = {k[2]: xr for k, xr in xrs.items() if k[0] == "InferenceGateway"}
     problems, checked = [], 0
     for route in driver.routes():
         spec = gateways.get(route.gateway, {}).get("spec") or {}
         monitored = (spec.get("monitoring") or {}).get("prometheusRules") is True
-        fallback, priced = len({b.priority for b in route.backends}) > 1, _priced(driver, route)
+        fallback, priced = len({b.priority for b in route.backends}) > 1, _priced(xrs, route)
         ref = Ref(route.cluster, PROMETHEUS_RULE_VERSION, "PrometheusRule", NAMESPACE, route.name)
         rule = driver.remote(ref)
         wanted = monitored and (fallback or priced)

@@ -13,6 +13,7 @@ scrape configuration would add them.
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +94,14 @@ def judge(
     rules: Path,
     input_series: list[dict[str, str]],
     *,
-    alerts: list[tuple[str, str, list[dict[str, Any]]]],
+    alerts: Sequence[tuple[str, str, list[dict[str, Any]]]] = (),
     ratios: tuple[tuple[str, str, float], ...] = (),
+    samples: tuple[tuple[str, str, str, float], ...] = (),
 ) -> None:
-    """One promtool test group: ``alerts`` (eval time, alert, firing) and ``ratios``
-    (eval time, recorded series, value) over ``input_series`` sampled every minute."""
+    """One promtool test group over ``input_series`` sampled every minute: ``alerts``
+    (eval time, alert, firing), ``ratios`` (eval time, recorded series of this service,
+    value) and ``samples`` (eval time, expression, labels of its one sample, value)."""
+    expected = [*((at, name, _recorded(name), value) for at, name, value in ratios), *samples]
     promtool.unit_test(
         rules,
         [
@@ -106,11 +110,11 @@ def judge(
                 "input_series": input_series,
                 "promql_expr_test": [
                     {
-                        "expr": name,
+                        "expr": expr,
                         "eval_time": at,
-                        "exp_samples": [{"labels": _recorded(name), "value": value}],
+                        "exp_samples": [{"labels": labels, "value": value}],
                     }
-                    for at, name, value in ratios
+                    for at, expr, labels, value in expected
                 ],
                 "alert_rule_test": [
                     {"eval_time": at, "alertname": name, "exp_alerts": firing}
@@ -240,23 +244,10 @@ def test_every_dashboard_expression_parses_and_reads_only_the_upstream_series(
 
 def test_the_dashboard_shows_the_share_the_alert_watches(rules: Path) -> None:
     share = panel_exprs()["Share served by a fallback tier"]
-    promtool.unit_test(
+    judge(
         rules,
-        [
-            {
-                "interval": "1m",
-                "input_series": traffic(t0=WINDOW.format(80), t1=WINDOW.format(20)),
-                "promql_expr_test": [
-                    {
-                        "expr": share,
-                        "eval_time": "10m",
-                        "exp_samples": [
-                            {"labels": f'{{{metrics.MODEL}="team-a/chat"}}', "value": 0.2}
-                        ],
-                    }
-                ],
-            }
-        ],
+        traffic(t0=WINDOW.format(80), t1=WINDOW.format(20)),
+        samples=(("10m", share, f'{{{metrics.MODEL}="team-a/chat"}}', 0.2),),
     )
 
 
@@ -266,24 +257,11 @@ def test_the_dashboard_prices_each_callers_tokens_as_the_usage_record_does(rules
     (800 * 0.15 + 200 * 0.075 + 500 * 0.60) / 1e6 = 0.000435 a minute, 0.0261 an hour."""
     spend = panel_exprs()["Spend per caller, per hour"]
     used = {"input": 1000, "cached_input": 200, "output": 500}
-    promtool.unit_test(
+    judge(
         rules,
         [
-            {
-                "interval": "1m",
-                "input_series": [
-                    {"series": series(1, tokens=kind), "values": WINDOW.format(n)}
-                    for kind, n in used.items()
-                ],
-                "promql_expr_test": [
-                    {
-                        "expr": spend,
-                        "eval_time": "10m",
-                        "exp_samples": [
-                            {"labels": f'{{{metrics.CALLER}="alice"}}', "value": 0.0261}
-                        ],
-                    }
-                ],
-            }
+            {"series": series(1, tokens=kind), "values": WINDOW.format(n)}
+            for kind, n in used.items()
         ],
+        samples=(("10m", spend, f'{{{metrics.CALLER}="alice"}}', 0.0261),),
     )
