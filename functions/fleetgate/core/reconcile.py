@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from fleetgate.core import pacing, secrets, structs
+from fleetgate.core import pacing, reachability, secrets, structs
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.models import C, Model, parse, wire_fields
 from fleetgate.core.observed import Observed
@@ -364,9 +364,14 @@ class Reconcile:
         """Write the collected status into the desired XR, and the response's TTL."""
         if self._status:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
-        false_now = [c.type for c in self.rsp.conditions if c.status == _STATUS["False"]]
         conditions = self.observed_composite.get("status", "conditions")
-        conditions = conditions if isinstance(conditions, list) else []
+        conditions = (
+            [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
+        )
+        self._report_reachability(
+            had=any(c.get("type") == reachability.CONDITION for c in conditions)
+        )
+        false_now = [c.type for c in self.rsp.conditions if c.status == _STATUS["False"]]
         # A composed resource not ready yet is a wait too: its readiness reaches
         # the XR only on a later call, and a settled TTL (or an open watch
         # circuit breaker) would hold that call back by up to SETTLED.
@@ -375,11 +380,21 @@ class Reconcile:
         ttl = pacing.ttl(
             waiting=said or unready,
             false_now=false_now,
-            observed_conditions=[c for c in conditions if isinstance(c, dict)],
+            observed_conditions=conditions,
             now=datetime.now(UTC),
             created=self.observed_composite.get("metadata", "creationTimestamp"),
         )
         self.rsp.meta.ttl.FromTimedelta(ttl)
+
+    def _report_reachability(self, had: bool) -> None:
+        """``ClusterReachable`` from what provider-kubernetes says of the composed Objects
+        (``core/reachability.py``): every function's XRs, in the one place they all pass;
+        ``had``: the XR carries the condition from an earlier call, whatever its status."""
+        found = reachability.verdict(
+            ((name, self.observed(name)) for name in self.req.observed.resources), had
+        )
+        if found is not None:
+            self.report(reachability.CONDITION, found)
 
 
 def dump(model: Model) -> dict[str, Any]:
