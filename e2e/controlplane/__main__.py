@@ -29,6 +29,7 @@ from e2e import fleetcheck, fleetdrills
 from e2e.controlplane import (
     calls,
     drills,
+    faults,
     fleet,
     processes,
     ratelimit,
@@ -98,14 +99,10 @@ def run(command: str, apply_fleet: bool = False) -> int:
             problem = stackcharts.cert_manager()
             print(problem or "the stack's cert-manager values render with owner references")
             checks.append(problem is None)
-            window = float(os.environ.get("SETTLED_WINDOW_S", SETTLED_WINDOW_S))
-            print(
-                f"function calls with the fleet at rest, counted by Crossplane over {window:.0f}s:"
+            figures |= _settled_calls(st)
+            checks += _fault_drills(
+                sup, st, ControlPlane(st.cp, st.workloads, docs), needles, figures
             )
-            settled = calls.settled(st.cp, st.crossplane.metrics_port, window)
-            for name, value in settled.items():
-                print(f"  {name}: {value}")
-            figures |= settled
             figures["peak memory of the control plane (MiB)"] = round(sup.peak_rss_mib())
             print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
             RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
@@ -211,6 +208,44 @@ def _fleet_drills(
         checks.append(not problems)
         hits = fleet.secrets_at_rest(driver.cp, needles)
         checks.append(_at_rest(f"after '{title}'", hits))
+    return checks
+
+
+def _settled_calls(st: stack.Stack) -> dict[str, float]:
+    """Crossplane's count of function calls with the fleet at rest: figures for bench/."""
+    window = float(os.environ.get("SETTLED_WINDOW_S", SETTLED_WINDOW_S))
+    print(f"function calls with the fleet at rest, counted by Crossplane over {window:.0f}s:")
+    settled = calls.settled(st.cp, st.crossplane.metrics_port, window)
+    for name, value in settled.items():
+        print(f"  {name}: {value}")
+    return settled
+
+
+def _fault_drills(
+    sup: processes.Supervisor,
+    st: stack.Stack,
+    driver: ControlPlane,
+    needles: dict[str, str],
+    figures: dict[str, float],
+) -> list[bool]:
+    """Faults nobody chose (e2e/controlplane/faults.py), each judged by what it lost: one
+    check each."""
+    plane = faults.Plane(sup, st.runtime, driver, needles)
+    checks = []
+    for fault in faults.FAULTS:
+        print(f"fault: {fault.name}")
+        outcome = faults.endure(fault, plane)
+        for line in outcome.said:
+            print(f"  {line}")
+        print(
+            f"  its changes landed and the fleet converged {outcome.seconds:.0f}s after it "
+            f"ended; routes read {outcome.samples} times meanwhile"
+        )
+        figures[f"seconds from the end of '{fault.name}' until converged"] = round(
+            outcome.seconds, 1
+        )
+        print("\n".join(f"  FAILED: {p}" for p in outcome.problems) or f"  passed: {fault.name}")
+        checks.append(not outcome.problems)
     return checks
 
 

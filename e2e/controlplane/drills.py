@@ -251,7 +251,8 @@ class Versions(threading.Thread):
             raise RuntimeError(f"the watch on Objects stopped {during}: {self.failed}")
         return sorted(
             {
-                f"Object {self.namespace}/{obj['metadata']['name']} (resourceVersion "
+                f"Object {obj['metadata'].get('namespace')}/{obj['metadata']['name']} "
+                f"(resourceVersion "
                 f"{obj['metadata']['resourceVersion']}) held the value of {origin} {during}"
                 for obj in self.seen
                 for needle, origin in needles.items()

@@ -182,6 +182,27 @@ def start(sup: Supervisor, workload: Cluster) -> Namespace:
     return netns
 
 
+def live(sup: Supervisor, cluster: str) -> bool:
+    """Whether Envoy Gateway on ``cluster`` passes its chart's liveness probe, asked as the
+    kubelet asks it: an HTTP GET in its pod's network, any status from 200 to 399.
+
+    The probe matters after its API server went away: Envoy Gateway v1.8.3 runs its
+    Kubernetes provider in a goroutine that only logs "unable to start provider" when the
+    controller manager stops on a lost leader lease (internal/provider/runner/runner.go:
+    72-76), so the process stays up, reconciling nothing, and the manager's health server
+    (the probe's /healthz) stops with it. The kubelet restarts such a container.
+    """
+    probe = charts.pod(chart(), "Deployment", "envoy-gateway")["containers"][0]
+    http = probe["livenessProbe"]["httpGet"]
+    try:
+        with sup.namespaces[f"{cluster}-envoy-gateway"].connect(int(http["port"]), 5.0) as sock:
+            sock.sendall(f"GET {http['path']} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
+            status = sock.recv(64).split(b" ", 2)
+        return len(status) >= 2 and 200 <= int(status[1]) < 400
+    except (OSError, ValueError):
+        return False
+
+
 def _certgen(workload: Cluster, objects: list[Obj]) -> None:
     """The chart's certgen Job, run once as its ServiceAccount: the control plane's
     certificates, in Secrets of Envoy Gateway's namespace."""

@@ -73,6 +73,8 @@ class Supervisor:
 
     logs: Path
     processes: list[Process] = field(default_factory=list)
+    paused: dict[str, Process] = field(default_factory=dict)  # stopped, to start again
+    namespaces: dict[str, "Namespace"] = field(default_factory=dict)  # by name, as made
     # Called before any process is stopped: whatever restarts processes stops first.
     on_stop: list[Callable[[], None]] = field(default_factory=list)
 
@@ -110,11 +112,32 @@ class Supervisor:
 
     def restart(self, name: str) -> Process:
         """Stop the process ``name`` and start it again as it was: a pod deleted and made again."""
+        self.pause(name)
+        return self.resume(name)
+
+    def pause(self, name: str) -> None:
+        """Stop the process ``name`` (SIGTERM), keeping how it was started for ``resume``:
+        a machine switched off, its disk kept."""
         (proc,) = [p for p in self.processes if p.name == name]
         self.stop(proc)
+        self.paused[name] = proc
+
+    def resume(self, name: str) -> Process:
+        proc = self.paused.pop(name)
         return self.start(
             name, proc.argv, proc.env, proc.cwd, restarted_elsewhere=proc.restarted_elsewhere
         )
+
+    def revive(self) -> list[str]:
+        """Start again each process that exited and that nothing else restarts, as a kubelet
+        restarts a pod's container; their names."""
+        exited = [
+            p for p in self.processes if p.popen.poll() is not None and not p.restarted_elsewhere
+        ]
+        for proc in exited:
+            self.processes.remove(proc)
+            self.start(proc.name, proc.argv, proc.env, proc.cwd)
+        return [p.name for p in exited]
 
     def check(self) -> None:
         """Fail, with its last log lines, when any process has exited."""
@@ -183,6 +206,7 @@ class Namespace:
             time.sleep(0.05)
         self.path = path
         subprocess.run(["nsenter", f"--net={path}", "ip", "link", "set", "lo", "up"], check=True)
+        sup.namespaces[name] = self
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         return ["nsenter", f"--net={self.path}", *argv]

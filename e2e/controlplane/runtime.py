@@ -116,11 +116,14 @@ class PackageRuntime:
         if name not in self.certs:
             self.certs[name] = self._tls_secret(rev, server_secret, server=True)
         last = self.started.get(name)
-        if name not in self.endpoints or (last is not None and last.popen.poll() is not None):
-            # Each start gets its own address: one that was taken between choosing and
-            # binding (the function then exits, refusing to share it) is not tried again.
-            # Crossplane re-dials when status.endpoint changes (crossplane v2.2.0
-            # internal/xfn/function_runner.go:216-243).
+        exit_code = None if last is None else last.popen.poll()
+        if name not in self.endpoints or (exit_code is not None and exit_code >= 0):
+            # A function that exited by itself may have refused an address taken between
+            # choosing and binding it: it gets another, and Crossplane re-dials when
+            # status.endpoint changes (crossplane v2.4.0 internal/xfn/function_runner.go:
+            # 192-254). One killed by a signal (a crash, the OOM killer, a fault drill) is
+            # started again on its address, as a pod comes back behind its Service, whose
+            # address Crossplane's connection keeps.
             self.endpoints[name] = f"127.0.0.1:{free_port()}"
         fields = {
             "tlsServerSecretName": server_secret,
