@@ -150,6 +150,24 @@ def test_first_pass_only_proves_the_cluster_is_reachable() -> None:
     assert "Delete" not in namespace["spec"]["managementPolicies"]
 
 
+def test_a_cluster_provider_kubernetes_cannot_reach_says_why() -> None:
+    """provider-kubernetes' refusal of the first object replaces "waiting": a cluster
+    that cannot connect is not joining, and placement stops waiting for it."""
+    refused = "cannot get ClusterProviderConfig no-such-cluster: not found"
+    namespace = {"status": {"conditions": [
+        {"type": "Synced", "status": "False", "reason": "ReconcileError", "message": refused},
+    ]}}  # fmt: skip
+    out = run(
+        compose,
+        request(cluster_xr(), required=gateways("public"), observed={"namespace": namespace}),
+    )
+    status, reason, message = out.conditions["Connected"]
+    assert (status, reason) == ("False", "CannotConnect")
+    assert refused in message
+    assert KUBECONFIG in message  # what to check
+    assert set(out.desired) == {"provider-config", "namespace"}  # nothing dropped
+
+
 WALK = [
     # passes settle; each later step changes the world: (name, gateways, remote, checks)
     ("no gateway yet", gateways(), cluster_side(), ("False", "NoTrustedFleetGateway")),

@@ -1,10 +1,13 @@
 """Placement of a ModelDeployment's replicas: a pure function, one table of cases."""
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from fleetgate.core.models import InferenceCluster
+from fleetgate.model_deployment.fleet import is_joining
 from fleetgate.model_deployment.placement import ClusterView, Plan, Request, place
 
 
@@ -331,3 +334,31 @@ def test_never_overcommits_gpus(replicas: int, clusters: int) -> None:
     for name, n in plan.placements:
         assert n * 2 <= by_name[name].gpus - by_name[name].gpus_used
     assert plan.placed + plan.unplaced == replicas
+
+
+@pytest.mark.parametrize(
+    ("connected", "joining"),
+    [
+        (None, True),
+        ({"status": "False", "reason": "WaitingForCluster"}, True),
+        ({"status": "False", "reason": "CannotConnect"}, False),
+    ],
+    ids=["just registered", "waiting for its first object", "provider-kubernetes says why not"],
+)
+def test_a_cluster_that_cannot_connect_is_not_waited_for(
+    connected: dict[str, str] | None, joining: bool
+) -> None:
+    """Rule 4 waits for a young cluster, unless it is known not to connect: replicas held
+    for a ProviderConfig that does not exist would wait out the whole window."""
+    now = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.UTC)
+    conditions = [] if connected is None else [{"type": "Connected", **connected}]
+    cluster = InferenceCluster.model_validate(
+        {
+            "apiVersion": "fleetgate.dev/v1alpha1",
+            "kind": "InferenceCluster",
+            "metadata": {"name": "b", "creationTimestamp": "2026-12-04T11:59:00Z"},
+            "spec": {"credentials": {"providerConfigName": "b"}},
+            "status": {"conditions": conditions},
+        }
+    )
+    assert is_joining(cluster, now) is joining

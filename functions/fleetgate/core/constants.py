@@ -58,3 +58,8 @@ TIER_ATTRIBUTE: Final = "fleetgate.tier"
 GATEWAY_ATTRIBUTE: Final = "fleetgate.gateway"
 ENDPOINT_ATTRIBUTE: Final = "fleetgate.endpoint"
 CALLER_ATTRIBUTE: Final = "fleetgate.caller"
+
+# An InferenceCluster's Connected reason once provider-kubernetes said why it cannot
+# reach the cluster: compose-inference-cluster reports it, and placement stops waiting
+# for the cluster to join (model_deployment/fleet.is_joining).
+CLUSTER_CANNOT_CONNECT: Final = "CannotConnect"

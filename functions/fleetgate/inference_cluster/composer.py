@@ -14,7 +14,12 @@ waiting object rather than every object failing at once.
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetgate.core.constants import API_VERSION, LABEL_PREFIX, SYSTEM_NAMESPACE
+from fleetgate.core.constants import (
+    API_VERSION,
+    CLUSTER_CANNOT_CONNECT,
+    LABEL_PREFIX,
+    SYSTEM_NAMESPACE,
+)
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
@@ -336,10 +341,27 @@ def report_connected(rec: Reconcile, progress: Progress, site: Site) -> None:
             CONNECTED, "True", "ClusterReachable", f"Namespace {SYSTEM_NAMESPACE} exists ({via})"
         )
         return
-    message = f"waiting for provider-kubernetes to create Namespace {SYSTEM_NAMESPACE} via {via}"
+    hint = ""
     if site.credentials_secret is not None:
         name, key = site.credentials_secret
-        message += f"; if this persists, check key {key!r} of Secret {SYSTEM_NAMESPACE}/{name}"
+        hint = f"; check key {key!r} of Secret {SYSTEM_NAMESPACE}/{name}"
+    # provider-kubernetes' own word on its first object there: a ProviderConfig that
+    # does not exist, credentials refused, an API server that does not answer. Said,
+    # it is not a cluster still joining: placement stops waiting for it
+    # (model_deployment/fleet.is_joining).
+    synced = rec.observed(NAMESPACE).condition("Synced")
+    if synced is not None and synced.get("status") == "False":
+        rec.condition(
+            CONNECTED,
+            "False",
+            CLUSTER_CANNOT_CONNECT,
+            f"provider-kubernetes cannot create Namespace {SYSTEM_NAMESPACE} via {via}: "
+            f"{synced.get('message') or synced.get('reason')}{hint}",
+        )
+        return
+    message = f"waiting for provider-kubernetes to create Namespace {SYSTEM_NAMESPACE} via {via}"
+    if hint:
+        message += f"; if this persists{hint}"
     rec.condition(CONNECTED, "False", "WaitingForCluster", message)
 
 

@@ -4,6 +4,7 @@ import datetime
 from collections.abc import Iterable
 
 from fleetgate.core import times
+from fleetgate.core.constants import CLUSTER_CANNOT_CONNECT
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import InferenceCluster
 from fleetgate.model_deployment.placement import JOINING, ClusterView
@@ -14,9 +15,16 @@ def is_schedulable(cluster: InferenceCluster) -> bool:
 
 
 def is_joining(cluster: InferenceCluster, now: datetime.datetime) -> bool:
-    """Registered less than ``JOINING`` before ``now``; an unknown age is not joining."""
+    """Registered less than ``JOINING`` before ``now``, and not known to fail to connect
+    (``Connected`` False for a reason provider-kubernetes gave: a ProviderConfig or
+    credentials that do not work will not start working by themselves, and replicas
+    waiting for it would wait the whole ``JOINING``); an unknown age is not joining."""
     created = times.parse(cluster.metadata.creation_timestamp)
-    return created is not None and now - created < JOINING
+    failing = any(
+        c.type == "Connected" and c.status == "False" and c.reason == CLUSTER_CANNOT_CONNECT
+        for c in cluster.status.conditions
+    )
+    return created is not None and now - created < JOINING and not failing
 
 
 def view(cluster: InferenceCluster, gpus_used: int, now: datetime.datetime) -> ClusterView:
