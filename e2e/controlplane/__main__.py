@@ -27,6 +27,7 @@ from typing import NoReturn
 
 from e2e import fleetcheck, fleetdrills
 from e2e.controlplane import (
+    badinput,
     calls,
     drills,
     faults,
@@ -40,6 +41,7 @@ from e2e.controlplane import (
 )
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
+from e2e.controlplane.kube import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"
@@ -79,10 +81,10 @@ def run(command: str, apply_fleet: bool = False) -> int:
             print(f"namespaces of examples/fleet created: {', '.join(made)}")
             if command == "serve":
                 _serve(sup, ControlPlane(st.cp, st.workloads, docs), apply_fleet)
-            converged = _apply_and_converge(st.cp)
+            converged, checks = _apply_and_converge(st.cp, docs)
             print(fleet.kubectl(st.cp, *fleet.WATCH))
             needles = fleet.secret_values(docs)
-            checks = [
+            checks += [
                 _at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles)),
                 _strict(fleet.loose_tiers(st.cp)),
             ]
@@ -142,13 +144,18 @@ def _serve(sup: processes.Supervisor, driver: ControlPlane, apply_fleet: bool) -
             ROUTES.write_text(table + "\n")
 
 
-def _apply_and_converge(cp: Cluster) -> dict[str, float]:
-    """Apply the fleet as `make up` says to, wait for it, print when each thing turned
-    Ready; the figures."""
+def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> tuple[dict[str, float], list[bool]]:
+    """Apply the fleet as `make up` says to, with malformed XRs beside it
+    (e2e/controlplane/badinput.py), wait for it, print when each thing turned Ready; the
+    figures, and one check for the malformed XRs: each refused or reported, then deleted."""
     applied_at = time.time()
     fleet.apply(cp)
-    print(f"applied examples/fleet: kubectl {' '.join(fleet.APPLY)}; waiting for it to converge:")
-    took = fleet.converge(cp, CONVERGE_TIMEOUT_S)
+    attempts = badinput.refused(docs) + badinput.reported(docs)
+    print(f"applied examples/fleet: kubectl {' '.join(fleet.APPLY)}")
+    print(f"and beside it {len(attempts)} malformed XRs:")
+    problems = badinput.apply(cp, attempts)
+    print("waiting for the fleet to converge:")
+    took = fleet.converge(cp, CONVERGE_TIMEOUT_S, excluded=badinput.excluded)
     print(f"converged {took:.0f}s after the first apply; Ready at (s after it):")
     figures = {"seconds from the first apply to every service routed": round(took, 1)}
     for seconds, what in fleet.readiness_timeline(cp, applied_at):
@@ -156,8 +163,11 @@ def _apply_and_converge(cp: Cluster) -> dict[str, float]:
         kind = what.split(" ", 1)[0]
         if kind in fleet.XR_KINDS:  # sorted: the last one of a kind wins
             figures[f"seconds from the first apply until every {kind} Ready"] = round(seconds)
+    problems += badinput.reports(cp, attempts)
+    badinput.delete(cp, attempts)
+    print("\n".join(f"FAILED: {p}" for p in problems) or "every malformed XR refused or reported")
     print()
-    return figures
+    return figures, [not problems]
 
 
 def _secret_drills(

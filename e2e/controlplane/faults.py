@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -120,6 +121,11 @@ def uids(driver: ControlPlane) -> dict[Ref, str]:
     return {ref: identity.split(":", 1)[0] for ref, identity in driver.held().items()}
 
 
+def _specs(driver: ControlPlane) -> dict[XRKey, Any]:
+    """Every XR's spec: a change a fault made while it lasted is undone by its end."""
+    return {key: xr.get("spec") for key, xr in driver.xrs().items()}
+
+
 class Sampler(threading.Thread):
     """The routing table every second: each route held before, with every backend."""
 
@@ -164,7 +170,7 @@ def endure(fault: Fault, plane: Plane) -> Outcome:
     """Inflict ``fault`` on the converged fleet and judge what it did (module docstring)."""
     driver = plane.driver
     plane.said, plane.ended_at = [], None
-    before, routes = uids(driver), table(driver)
+    before, routes, specs = uids(driver), table(driver), _specs(driver)
     sampler = Sampler(driver, routes)
     sampler.skip = fault.silent
     sampler.start()
@@ -188,6 +194,12 @@ def endure(fault: Fault, plane: Plane) -> Outcome:
     now = wait_for("the routes to read again", lambda: table(driver), RESTART_TIMEOUT_S)
     problems += [
         f"route {k[1]} on {k[0]} differs after the fault" for k in routes if now.get(k) != routes[k]
+    ]
+    now_specs = _specs(driver)
+    problems += [
+        f"{k[0]} {k[2]}'s spec differs after the fault"
+        for k in specs
+        if now_specs.get(k) != specs[k]
     ]
     problems += fleet.secrets_at_rest(driver.cp, plane.needles)
     return Outcome(fault.name, seconds, problems, plane.said, sampler.samples)
@@ -230,9 +242,12 @@ def _lands(plane: Plane, what: str, cluster: str, kind: tuple[str, str], text: s
     plane.say(f"{what}: on {cluster} after {time.monotonic() - start:.0f}s")
 
 
-def _alert_threshold(plane: Plane, threshold: str) -> Callable[[], None]:
-    """Change team-a/chat's failover alert threshold, as its team would; the wait for the
-    change to reach the PrometheusRule on the public gateway's cluster."""
+def _alert_threshold(plane: Plane, threshold: str | None) -> Callable[[], None]:
+    """Change team-a/chat's failover alert threshold (None: back to examples/fleet's), as
+    its team would; the wait for the change to reach the PrometheusRule on the public
+    gateway's cluster."""
+    if threshold is None:
+        threshold = plane.driver.source(PUBLIC_CHAT)["spec"]["failoverAlert"]["threshold"]
     plane.driver.patch_spec(PUBLIC_CHAT, {"failoverAlert": {"threshold": threshold}})
     return lambda: _lands(
         plane,
@@ -243,18 +258,27 @@ def _alert_threshold(plane: Plane, threshold: str) -> Callable[[], None]:
     )
 
 
+def _alert_threshold_changes(plane: Plane, threshold: str) -> None:
+    """A change right after a fault, which must land; then back, so the fault ends with
+    the fleet as applied."""
+    _alert_threshold(plane, threshold)()
+    _alert_threshold(plane, None)()
+
+
 def _gateway_retries(plane: Plane, gateway: XRKey, retries: int | None) -> Callable[[], None]:
-    """Set a gateway's retries (None: back to the XRD's default), as its platform team
+    """Set a gateway's retries (None: back to examples/fleet's), as its platform team
     would; the wait for its failover BackendTrafficPolicy to carry them. Envoy Gateway
     must accept the new policy before the gateway is Ready again: the fleet converges only
     once the controller on its cluster works."""
-    plane.driver.patch_spec(gateway, {"failover": {"retries": retries}})
-    cluster = GATEWAYS[gateway]
-    expected = DEFAULT_RETRIES if retries is None else retries
+    applied = (plane.driver.source(gateway)["spec"].get("failover") or {}).get("retries")
+    # None removes the field: the XRD's default, as for a gateway that never set it.
+    wanted = applied if retries is None else retries
+    plane.driver.patch_spec(gateway, {"failover": {"retries": wanted}})
+    expected = DEFAULT_RETRIES if wanted is None else wanted
     return lambda: _lands(
         plane,
         f"{gateway[2]} gateway's retries {expected}",
-        cluster,
+        GATEWAYS[gateway],
         ("gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy"),
         f'"numRetries": {expected}',
     )
@@ -270,6 +294,7 @@ def functions_killed(plane: Plane) -> list[str]:
     _restarted(plane, killed)
     plane.ended()
     lands()
+    _alert_threshold(plane, None)()
     return []
 
 
@@ -283,7 +308,7 @@ def provider_restarted(plane: Plane) -> list[str]:
         _kill(proc, signal.SIGTERM)
     _restarted(plane, stopped)
     plane.ended()
-    _alert_threshold(plane, "0.13")()
+    _alert_threshold_changes(plane, "0.13")
     fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     return versions.holding(plane.needles, "while provider-kubernetes restarted")
 
@@ -344,7 +369,7 @@ def crossplane_restarted(plane: Plane) -> list[str]:
     """Crossplane stopped (SIGTERM) and started again; a change made after it is composed."""
     plane.sup.restart("crossplane")
     plane.ended()
-    _alert_threshold(plane, "0.14")()
+    _alert_threshold_changes(plane, "0.14")
     return []
 
 
@@ -353,16 +378,12 @@ def etcd_restarted(plane: Plane) -> list[str]:
     plane.sup.restart("etcd")
     _serving(plane, [plane.driver.cp, *plane.driver.workloads.values()])
     plane.ended()
-    # Both Envoy Gateways judge a change after it, then everything goes back to
-    # examples/fleet's values, so the fleet ends as applied.
+    # Both Envoy Gateways judge a change after it; then back to examples/fleet's values.
     for gateway in GATEWAYS:
         _gateway_retries(plane, gateway, 4)()
     fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     for gateway in GATEWAYS:
         _gateway_retries(plane, gateway, None)()
-    _alert_threshold(
-        plane, plane.driver.source(PUBLIC_CHAT)["spec"]["failoverAlert"]["threshold"]
-    )()
     return []
 
 

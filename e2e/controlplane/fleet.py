@@ -11,7 +11,7 @@ import datetime
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
@@ -137,11 +137,16 @@ def loose_tiers(cp: Cluster) -> list[str]:
     return loose
 
 
-def not_converged(cp: Cluster) -> list[str]:
-    """What still keeps the fleet from being converged, one line each; empty when it is."""
+def not_converged(cp: Cluster, excluded: Callable[[Obj], bool] = lambda _: False) -> list[str]:
+    """What still keeps the fleet from being converged, one line each; empty when it is.
+    XRs, services and Objects that are ``excluded`` are not judged (bad input beside it)."""
     problems = []
     seen = dict.fromkeys(XR_KINDS, 0)
-    for xr in xrs(cp):
+
+    def judged(obj: Obj) -> bool:
+        return not excluded(obj)
+
+    for xr in filter(judged, xrs(cp)):
         seen[xr["kind"]] += 1
         for type_ in ("Synced", "Ready"):
             if not is_true(xr, type_):
@@ -150,7 +155,7 @@ def not_converged(cp: Cluster) -> list[str]:
                     f"{name_of(xr)}: {type_} {cond.get('status', 'absent')}"
                     f" {cond.get('reason', '')} {cond.get('message', '')}".rstrip()
                 )
-    for svc in cp.admin.list(API, "ModelService"):
+    for svc in filter(judged, cp.admin.list(API, "ModelService")):
         if not is_true(svc, "RoutingReady"):
             cond = condition(svc, "RoutingReady") or {}
             problems.append(f"{name_of(svc)}: RoutingReady {cond.get('message', 'absent')}")
@@ -161,7 +166,7 @@ def not_converged(cp: Cluster) -> list[str]:
                 f"{name_of(svc)}: {endpoints.get('ready')} of {endpoints.get('total')}"
                 " selected endpoints routed"
             )
-    for obj in cp.admin.list(*OBJECT):
+    for obj in filter(judged, cp.admin.list(*OBJECT)):
         for type_ in ("Synced", "Ready"):
             if not is_true(obj, type_):
                 cond = condition(obj, type_) or {}
@@ -173,13 +178,18 @@ def not_converged(cp: Cluster) -> list[str]:
     return problems
 
 
-def converge(cp: Cluster, timeout: float, echo: bool = True) -> float:
+def converge(
+    cp: Cluster,
+    timeout: float,
+    echo: bool = True,
+    excluded: Callable[[Obj], bool] = lambda _: False,
+) -> float:
     """Wait until nothing is left in ``not_converged``; seconds it took. Fails with what is left."""
     start = time.monotonic()
     last: list[str] = []
     next_report = start + 30
     while True:
-        problems = not_converged(cp)
+        problems = not_converged(cp, excluded)
         if not problems:
             return time.monotonic() - start
         if time.monotonic() > start + timeout:

@@ -211,10 +211,16 @@ class Kube:
         listed = self.request("GET", self.path(api_version, kind, namespace) + "?limit=1")
         return str(listed["metadata"]["resourceVersion"])
 
-    def apply(self, obj: Obj, manager: str = "fleetgate-e2e", subresource: str = "") -> Obj:
+    def apply(
+        self, obj: Obj, manager: str = "fleetgate-e2e", subresource: str = "", strict: bool = False
+    ) -> Obj:
+        """Server-side apply; ``strict`` refuses unknown fields, as kubectl asks by default
+        (otherwise the API server drops them with a warning)."""
         meta = obj["metadata"]
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
         query = f"?fieldManager={urllib.parse.quote(manager)}&force=true"
+        if strict:
+            query += "&fieldValidation=Strict"
         result: Obj = self.request(
             "PATCH",
             path + (f"/{subresource}" if subresource else "") + query,

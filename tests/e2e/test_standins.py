@@ -40,7 +40,9 @@ class FakeKube(Kube):
             None,
         )
 
-    def apply(self, obj: Obj, manager: str = "", subresource: str = "") -> Obj:
+    def apply(
+        self, obj: Obj, manager: str = "", subresource: str = "", strict: bool = False
+    ) -> Obj:
         self.applied.append(obj)
         return obj
 
