@@ -11,10 +11,12 @@ Each fault starts from the converged fleet and ends converged. Around it:
   backend lost;
 * afterwards, the secret search over the whole control plane.
 
-Some faults make a change while they last, as a team would go on working: it
-must land once the fault is over. A process of a workload cluster that exits
-while its API server is away (Envoy Gateway gives up when it cannot renew its
-leader lease) is started again afterwards, as its kubelet would; the run says
+Each fault makes a change while it lasts or right after, as a team would go
+on working: it must land, and is undone, so the fault ends with every XR's
+spec as examples/fleet applied it. After an API server was away, a workload
+cluster's process that exited is started again, and Envoy Gateway, which
+keeps running with its provider stopped once it lost its leader lease, is
+restarted when its liveness probe fails, as its kubelet would; the run says
 which.
 """
 

@@ -658,6 +658,27 @@ def test_unresolved_input_changes_nothing(missing: str) -> None:
     assert out.composite["status"]["endpoints"] == {"total": 3, "ready": 3}
 
 
+def test_an_endpoint_whose_reconcile_failed_changes_nothing() -> None:
+    """Crossplane marks every condition of an XR whose pipeline failed Unknown, reason
+    FatalError (v2.4.0 reconciler.go:790-802): its EndpointReady says nothing, and the
+    route keeps it instead of withdrawing it for a function's blip."""
+    composed = run(compose, request(CANARY, required=canary_fleet()))
+    observed = routes_observed(composed)
+    accepted = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
+    required = canary_fleet()
+    (failed, *_) = required["endpoints-1"]
+    failed["status"]["conditions"] = [
+        {"type": "EndpointReady", "status": "Unknown", "reason": "FatalError"}
+    ]
+    xr = copy.deepcopy(CANARY)
+    xr["status"] = accepted.composite["status"]
+    out = run(compose, request(xr, required=required, observed=observed))
+    assert out.desired == composed.desired, "kept as composed"
+    status, reason, message = condition(out)
+    assert (status, reason) == ("False", "WaitingForResources")
+    assert f"ModelEndpoint {NS}/{failed['metadata']['name']} (its last reconcile failed)" in message
+
+
 def test_walk_from_composed_to_accepted_and_back() -> None:
     # Pass 1: the ModelRoute is composed, not reconciled yet.
     composed = run(compose, request(CANARY, required=canary_fleet()))

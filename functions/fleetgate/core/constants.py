@@ -63,3 +63,10 @@ CALLER_ATTRIBUTE: Final = "fleetgate.caller"
 # reach the cluster: compose-inference-cluster reports it, and placement stops waiting
 # for the cluster to join (model_deployment/fleet.is_joining).
 CLUSTER_CANNOT_CONNECT: Final = "CannotConnect"
+
+# The reason Crossplane gives every condition a function set when the XR's pipeline
+# fails (the function could not be called, or answered fatally): status Unknown, "A
+# fatal error occurred before the status of this condition could be determined"
+# (v2.4.0 internal/controller/apiextensions/composite/reconciler.go:790-802). A peer's
+# condition so marked says nothing about the peer: read it as not known yet.
+CROSSPLANE_FATAL_ERROR: Final = "FatalError"

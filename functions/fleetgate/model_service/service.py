@@ -12,7 +12,7 @@ and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
+from fleetgate.core.constants import API_VERSION, CROSSPLANE_FATAL_ERROR, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import require_groups
 from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
@@ -112,6 +112,20 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     ]
     groups = require_groups(rec, access.groups(xr.spec.access))
     waiting = [] if gateways is not None else ["InferenceGateways"]
+    # An endpoint whose own reconcile just failed has its EndpointReady marked Unknown
+    # by Crossplane: not "not ready". Routing on it would withdraw a serving endpoint
+    # (and with it, when it is the only one, every route) for a function's blip.
+    waiting += sorted(
+        {
+            f"the readiness of ModelEndpoint {e.metadata.namespace}/{e.metadata.name} "
+            "(its last reconcile failed)"
+            for found in matched
+            for e in found or []
+            if e.ready is not None
+            and e.ready.status == "Unknown"
+            and e.ready.reason == CROSSPLANE_FATAL_ERROR
+        }
+    )
     waiting += [] if clusters is not None else ["InferenceClusters"]
     entries = [str(i) for i, found in enumerate(matched) if found is None]
     if entries:
