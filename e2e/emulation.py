@@ -620,6 +620,27 @@ def xr_status(
     return status
 
 
+SYSTEM_CONDITIONS = frozenset({"Ready", "Synced", "Healthy", "UpToDate", "Responsive"})
+
+
+def after_failed_reconcile(xr: Obj) -> Obj:
+    """``xr`` as Crossplane leaves it when its pipeline fails (a function unreachable
+    or answering fatally): each condition a function set turns Unknown, reason
+    FatalError; status fields stay (v2.4.0 internal/controller/apiextensions/
+    composite/reconciler.go:790-802; the system types: its apis module v2.4.0,
+    apiextensions/v1/conditions.go:152-160 and core/v2/condition.go:144-151)."""
+    failed = copy.deepcopy(xr)
+    for c in failed.get("status", {}).get("conditions", []):
+        if c["type"] not in SYSTEM_CONDITIONS:
+            c.update(
+                status="Unknown",
+                reason="FatalError",
+                message="A fatal error occurred before the status of this condition "
+                "could be determined.",
+            )
+    return failed
+
+
 # --- passes, until the control plane is at rest ----------------------------------------
 
 

@@ -261,6 +261,25 @@ def test_an_unschedulable_cluster_keeps_its_workload_but_not_its_endpoint() -> N
     assert "eu-west: cluster not Schedulable" in third.conditions["ReplicasReady"][2]
 
 
+def test_a_cluster_whose_reconcile_failed_keeps_its_endpoint() -> None:
+    """Crossplane marks a failed XR's conditions Unknown (a function restarting or
+    changing revision): its Schedulable says nothing, so what it serves stays published
+    (withdrawing would delete the ModelEndpoint and take the model off every gateway)."""
+    xr, second = serving(deployment(), [EU, US])
+    eu_failed = emulation.after_failed_reconcile(EU)
+    third = step(xr, [eu_failed, US], observe(second.desired))
+    assert third.desired.keys() == second.desired.keys()
+    assert engine_replicas(third) == {label("eu-west"): 1, label("us-east"): 1}
+
+
+def test_a_cluster_whose_reconcile_failed_takes_no_new_replicas() -> None:
+    """Its Schedulable might have been False: a new replica goes where it is known True."""
+    xr, second = serving(deployment(replicas=1), [US])
+    xr["spec"]["replicas"] = 2
+    third = step(xr, [emulation.after_failed_reconcile(EU), US], observe(second.desired))
+    assert engine_replicas(third) == {label("us-east"): 2}
+
+
 def test_a_drained_cluster_loses_its_replicas_and_endpoint() -> None:
     xr, second = serving(deployment(), [EU, US])
     eu_drained = cluster("eu-west", drained=True)

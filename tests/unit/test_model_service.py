@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from e2e import emulation
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.core.secrets import is_holder
@@ -666,10 +667,9 @@ def test_an_endpoint_whose_reconcile_failed_changes_nothing() -> None:
     observed = routes_observed(composed)
     accepted = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
     required = canary_fleet()
-    (failed, *_) = required["endpoints-1"]
-    failed["status"]["conditions"] = [
-        {"type": "EndpointReady", "status": "Unknown", "reason": "FatalError"}
-    ]
+    failed = required["endpoints-1"][0] = emulation.after_failed_reconcile(
+        required["endpoints-1"][0]
+    )
     xr = copy.deepcopy(CANARY)
     xr["status"] = accepted.composite["status"]
     out = run(compose, request(xr, required=required, observed=observed))

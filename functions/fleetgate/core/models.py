@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from fleetgate.core.constants import CROSSPLANE_FATAL_ERROR
 from fleetgate.core.errors import InputError, describe
 
 if TYPE_CHECKING:
@@ -195,6 +196,12 @@ class Condition(Model):
     status: str
     reason: str = ""
     message: str = ""
+
+    @property
+    def undetermined(self) -> bool:
+        """Marked Unknown by Crossplane because the XR's last reconcile failed (see
+        ``CROSSPLANE_FATAL_ERROR``): the peer's state is not known, not changed."""
+        return self.status == "Unknown" and self.reason == CROSSPLANE_FATAL_ERROR
 
 
 # A ModelDeployment publishes ``<namespace>/<name>`` as the model and

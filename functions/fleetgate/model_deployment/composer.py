@@ -307,7 +307,12 @@ def _endpoint_waits_for(
         if any(state.exists for state in observed.values())
         else ["its workload to be created"]
     )
-    closed = placement.closed(view)
+    # A cluster whose Schedulable Crossplane just marked Unknown is read as it was
+    # when its endpoint was published: withdrawing the endpoint would take the model
+    # off every gateway (and delete the ModelEndpoint) for a function's restart.
+    closed = placement.closed(
+        view._replace(schedulable=True) if view.undetermined and published else view
+    )
     if closed is not None:
         waiting.insert(0, f"cluster {closed}")
     return waiting

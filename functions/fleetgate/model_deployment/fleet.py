@@ -14,6 +14,12 @@ def is_schedulable(cluster: InferenceCluster) -> bool:
     return any(c.type == "Schedulable" and c.status == "True" for c in cluster.status.conditions)
 
 
+def is_undetermined(cluster: InferenceCluster) -> bool:
+    """Whether the cluster's Schedulable says nothing now: its last reconcile failed (a
+    function restarting or changing revision), so Crossplane marked it Unknown."""
+    return any(c.type == "Schedulable" and c.undetermined for c in cluster.status.conditions)
+
+
 def is_joining(cluster: InferenceCluster, now: datetime.datetime) -> bool:
     """Registered less than ``JOINING`` before ``now``, and not known to fail to connect
     (``Connected`` False for a reason provider-kubernetes gave: a ProviderConfig or
@@ -33,6 +39,7 @@ def view(cluster: InferenceCluster, gpus_used: int, now: datetime.datetime) -> C
         labels=cluster.metadata.labels,
         drained=not cluster.spec.schedulable,
         schedulable=is_schedulable(cluster),
+        undetermined=is_undetermined(cluster),
         hostname=cluster.status.gateway.hostname or None,
         providers=frozenset(cluster.spec.providers),
         gpus=cluster.spec.capacity.gpus,

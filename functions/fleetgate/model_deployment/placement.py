@@ -54,6 +54,9 @@ class ClusterView(NamedTuple):
     gpu_type: str | None
     gpus_used: int  # by other deployments' placements
     joining: bool = False  # registered less than JOINING ago (rule 4)
+    # Schedulable not known: the cluster's own reconcile just failed. It takes no
+    # new replicas, and what it serves stays published (not a reason to withdraw).
+    undetermined: bool = False
 
 
 class Request(NamedTuple):

@@ -12,7 +12,7 @@ and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from fleetgate.core.constants import API_VERSION, CROSSPLANE_FATAL_ERROR, SYSTEM_NAMESPACE
+from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import require_groups
 from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
@@ -121,9 +121,7 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
             "(its last reconcile failed)"
             for found in matched
             for e in found or []
-            if e.ready is not None
-            and e.ready.status == "Unknown"
-            and e.ready.reason == CROSSPLANE_FATAL_ERROR
+            if e.ready is not None and e.ready.undetermined
         }
     )
     waiting += [] if clusters is not None else ["InferenceClusters"]
