@@ -49,7 +49,7 @@ test:
 checks:
 	$(MAKE) --jobs=1 lint typecheck pytest
 e2e-prerequisites:
-	$(MAKE) --jobs=1 controlplane-bins packages redis-server
+	$(MAKE) --jobs=1 controlplane-bins packages upgrade-packages redis-server
 
 lint: deps
 	$(VENV)/bin/ruff check $(SOURCES)
@@ -219,8 +219,8 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
 	ENVOY_GATEWAY=$(ENVOY_GATEWAY) RATELIMIT=$(RATELIMIT) REDIS_SERVER=$$(command -v redis-server)
 .PHONY: e2e up down routes
-e2e: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
-	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane e2e
+e2e: deps controlplane-bins packages upgrade-packages redis-server $(XP_CORE_BIN)
+	$(CONTROLPLANE_ENV) UPGRADE_VERSION=$(UPGRADE_VERSION) UPGRADE_DIST=$(UPGRADE_DIST) $(PY) -m e2e.controlplane e2e
 ## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
 up: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 	$(if $(filter-out examples/fleet examples/fleet/,$(FLEET)),$(error FLEET=examples/fleet is the fleet make up can apply))
@@ -249,6 +249,13 @@ deps: $(CRANE)
 packages: $(VENV)/.installed $(CROSSPLANE) $(CRANE) package-host-tools
 	$(PY) -m package.build
 
+## upgrade-packages: the same packages carrying version v0.1.1, into .cache/package-upgrade, for
+## make e2e's upgrade fault (e2e/controlplane/faults.py); the layers are the ones packages built
+UPGRADE_VERSION := v0.1.1
+UPGRADE_DIST := .cache/package-upgrade
+upgrade-packages: packages
+	$(PY) -m package.build --version $(UPGRADE_VERSION) --out $(UPGRADE_DIST)
+
 ## package-lock: re-lock the Python dependencies of the development environment and the image
 ## (uv.lock, nix/wheels.json) after a change to pyproject.toml; UPGRADE=1 takes the newest allowed
 package-lock: $(VENV)/.installed
@@ -264,7 +271,7 @@ package-host-tools:
 	@test -f /usr/share/keyrings/debian-archive-keyring.gpg || { [ "$$(id -u)" = 0 ] && \
 	  { apt-get install -y -qq debian-archive-keyring >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq debian-archive-keyring >/dev/null; }; }; }
 
-.PHONY: packages package-lock package-host-tools crane
+.PHONY: packages upgrade-packages package-lock package-host-tools crane
 crane: $(CRANE)
 
 clean:

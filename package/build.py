@@ -296,14 +296,16 @@ def function_references(registry: str) -> dict[str, str]:
     return {f: package_object_name(f"{registry}/{f}") for f in FUNCTIONS}
 
 
-def stage_configuration(registry: str) -> Path:
-    """The Configuration's package root: metadata, XRDs, Compositions pointing at packaged names."""
+def stage_configuration(registry: str, version: str) -> Path:
+    """The Configuration's package root: metadata, XRDs, Compositions pointing at packaged
+    names; it depends on the functions of its own ``version``, the one being built."""
     stage = CACHE / "stage" / CONFIGURATION
     shutil.rmtree(stage, ignore_errors=True)
     meta = yaml.safe_load((HERE / "configuration" / "crossplane.yaml").read_text())
     for dep in meta["spec"]["dependsOn"]:
         if dep.get("kind") == "Function":
             dep["package"] = f"{registry}/{dep['package'].rsplit('/', 1)[1]}"
+            dep["version"] = version
     _dump_all(stage / "crossplane.yaml", [meta])
     for xrd in sorted((REPO / "apis").glob("*/definition.yaml")):
         shutil.copy2(xrd, _mkparent(stage / "apis" / xrd.parent.name / xrd.name))
@@ -376,11 +378,13 @@ def build(
     out: Path = DIST,
     refresh: bool = False,
     log: Callable[[str], None] = print,
+    version: str | None = None,
 ) -> dict[str, Any]:
-    """Build every package; return (and write to out/packages.json) what was built."""
+    """Build every package; return (and write to out/packages.json) what was built.
+    ``version``: the project's (pyproject.toml) unless given (make e2e's upgrade drill)."""
     started = time.monotonic()
     arch = arch or native_arch()
-    version = project_version()
+    version = version or project_version()
     CACHE.mkdir(parents=True, exist_ok=True)
     with (
         exclusive(CACHE / "build.lock"),
@@ -419,7 +423,7 @@ def build(
                 "startable": startable,
             }
         configuration = out / f"{CONFIGURATION}-{version}.xpkg"
-        xpkg_build(stage_configuration(registry), configuration)
+        xpkg_build(stage_configuration(registry, version), configuration)
         report["configuration"] = {
             "package": str(
                 configuration.relative_to(REPO)
@@ -468,6 +472,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--out", type=Path, default=DIST)
     parser.add_argument(
+        "--version", help="the version the packages carry (default: pyproject.toml's)"
+    )
+    parser.add_argument(
         "--refresh", action="store_true", help="re-resolve Debian packages (security updates)"
     )
     sub.add_parser("lock", help="derive nix/wheels.json from uv.lock")
@@ -480,7 +487,13 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "rootfs":
         rootfs(args.dest, arch=args.arch)
     else:
-        report = build(arch=args.arch, registry=args.registry, out=args.out, refresh=args.refresh)
+        report = build(
+            arch=args.arch,
+            registry=args.registry,
+            out=args.out,
+            refresh=args.refresh,
+            version=args.version,
+        )
         for facts in [*report["functions"].values(), report["configuration"]]:
             print(f"{facts['package']}  {facts['package_bytes'] / 1e6:.2f} MB")
         print(f"built in {report['seconds']} s")

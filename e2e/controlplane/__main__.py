@@ -240,7 +240,7 @@ def _fault_drills(
 ) -> list[bool]:
     """Faults nobody chose (e2e/controlplane/faults.py), each judged by what it lost: one
     check each."""
-    plane = faults.Plane(sup, st.runtime, driver, needles)
+    plane = faults.Plane(sup, st, driver, needles)
     checks = []
     for fault in faults.FAULTS:
         print(f"fault: {fault.name}")

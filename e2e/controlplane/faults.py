@@ -1,5 +1,6 @@
 """Faults nobody chose, on the converged fleet: processes die, a cluster's API server goes
-away, the control plane's storage restarts (issue 34).
+away, Fleetgate's packages are upgraded and rolled back, the control plane's storage
+restarts (issue 34).
 
 Each fault starts from the converged fleet and ends converged. Around it:
 
@@ -33,16 +34,17 @@ from typing import Any
 
 import yaml
 
-from e2e.controlplane import drills, envoygateway, fleet
+from e2e.controlplane import calls, drills, envoygateway, fleet, packages
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import ApiError, condition, wait_for
 from e2e.controlplane.processes import Process, Supervisor
-from e2e.controlplane.runtime import PackageRuntime
+from e2e.controlplane.stack import Stack
 from e2e.driver import Ref
 from e2e.fleet import XRKey
 from fleetgate.core import reachability
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from package import build
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_S = 1.0
@@ -76,10 +78,11 @@ RouteTable = dict[tuple[str, str], frozenset[str]]  # (cluster, AIGatewayRoute) 
 
 @dataclass
 class Plane:
-    """What a fault acts on: the processes, the package runtime, the fleet."""
+    """What a fault acts on: the processes, the stack (package runtime, registry,
+    Crossplane), the fleet."""
 
     sup: Supervisor
-    runtime: PackageRuntime
+    stack: Stack
     driver: ControlPlane
     needles: dict[str, str]
     said: list[str] = field(default_factory=list)  # what the fault saw, to print
@@ -220,8 +223,8 @@ def _restarted(plane: Plane, killed: dict[str, Process]) -> None:
 
     def back() -> bool:
         return all(
-            plane.runtime.started[rev] is not proc
-            and plane.runtime.started[rev].popen.poll() is None
+            plane.stack.runtime.started[rev] is not proc
+            and plane.stack.runtime.started[rev].popen.poll() is None
             for rev, proc in killed.items()
         )
 
@@ -229,7 +232,7 @@ def _restarted(plane: Plane, killed: dict[str, Process]) -> None:
 
 
 def _runtime_processes(plane: Plane, prefix: str) -> dict[str, Process]:
-    return {rev: p for rev, p in plane.runtime.started.items() if p.name.startswith(prefix)}
+    return {rev: p for rev, p in plane.stack.runtime.started.items() if p.name.startswith(prefix)}
 
 
 def _lands(plane: Plane, what: str, cluster: str, kind: tuple[str, str], text: str) -> None:
@@ -313,6 +316,86 @@ def provider_restarted(plane: Plane) -> list[str]:
     _alert_threshold_changes(plane, "0.13")
     fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     return versions.holding(plane.needles, "while provider-kubernetes restarted")
+
+
+# The packages again, carrying another version (make upgrade-packages, before the control
+# plane starts: its network namespace reaches no package index).
+UPGRADE_TO = os.environ.get("UPGRADE_VERSION", "v0.1.1")
+UPGRADE_DIST = REPO / os.environ.get("UPGRADE_DIST", ".cache/package-upgrade")
+UPGRADE_TIMEOUT_S = 300.0
+
+
+def packages_upgraded(plane: Plane) -> list[str]:
+    """Fleetgate's packages built again as UPGRADE_TO (the version they carry is the
+    change: make upgrade-packages), pushed, and installed as a platform team upgrades
+    (packages.upgrade); every XR reconciled through the new functions; then rolled back
+    the same way."""
+    cp = plane.driver.cp
+    pushed = packages.publish_fleetgate(plane.stack.registry, plane.stack.registry_ca, UPGRADE_DIST)
+    if pushed != UPGRADE_TO:
+        return [f"{UPGRADE_DIST} holds {pushed}, not {UPGRADE_TO}: run make upgrade-packages"]
+    plane.say(f"pushed the packages of {UPGRADE_TO} (make upgrade-packages)")
+    for version in (UPGRADE_TO, build.project_version()):
+        start = time.monotonic()
+        packages.upgrade(cp, version)
+        wait_for(
+            f"every Fleetgate package's active revision to be {version}, healthy",
+            lambda version=version: packages.running(cp, version),
+            UPGRADE_TIMEOUT_S,
+            interval=2.0,
+        )
+        plane.say(
+            f"every Function and the Configuration on {version} "
+            f"after {time.monotonic() - start:.0f}s"
+        )
+        _every_xr_reconciles(plane, version)
+    plane.ended()
+    _alert_threshold_changes(plane, "0.15")
+    return []
+
+
+def _every_xr_reconciles(plane: Plane, version: str) -> None:
+    """Ask every XR to reconcile (an annotation, as kubectl annotate writes it) and wait until
+    Crossplane has called each function at least once per XR it composes, by its own count
+    (e2e/controlplane/calls.py): with one step per Composition, each reconcile is a call."""
+    cp = plane.driver.cp
+    port = plane.stack.crossplane.metrics_port
+    function_of = _function_per_kind()
+    wanted: dict[str, int] = {}
+    before = calls.scrape(port)
+    for xr in fleet.xrs(cp):
+        if xr["kind"] == "ModelRoute":  # only Crossplane may write one (modelroute-guard)
+            continue
+        meta = xr["metadata"]
+        note = {"metadata": {"annotations": {"fleetgate.dev/e2e-upgrade": version}}}
+        cp.admin.merge_patch(fleet.API, xr["kind"], meta["name"], meta.get("namespace", ""), note)
+        name = function_of[xr["kind"]]
+        wanted[name] = wanted.get(name, 0) + 1
+
+    def reconciled() -> bool:
+        now = calls.scrape(port)
+        return all(now.get(f, 0) - before.get(f, 0) >= n for f, n in wanted.items())
+
+    wait_for(
+        f"every XR to reconcile through the {version} functions", reconciled, CONVERGE_TIMEOUT_S
+    )
+    plane.say(
+        f"every XR reconciled on {version}: "
+        + ", ".join(f"{f} ≥ {n}" for f, n in sorted(wanted.items()))
+    )
+
+
+def _function_per_kind() -> dict[str, str]:
+    """XR kind → the Function object its Composition's pipeline calls (compositions/)."""
+    packaged = build.function_references(f"{packages.UPSTREAM}/fleetgate")
+    found = {}
+    for path in sorted((REPO / "compositions").glob("*.yaml")):
+        composition = yaml.safe_load(path.read_text())
+        (step,) = composition["spec"]["pipeline"]
+        found[composition["spec"]["compositeTypeRef"]["kind"]] = packaged[
+            step["functionRef"]["name"]
+        ]
+    return found
 
 
 def _unreachable_reports(plane: Plane) -> dict[str, str]:
@@ -427,6 +510,7 @@ FAULTS = [
     Fault(
         f"{SILENT_CLUSTER}'s API server away for {OUTAGE_S:.0f}s", api_server_away, SILENT_CLUSTER
     ),
+    Fault(f"Fleetgate upgraded to {UPGRADE_TO} and rolled back", packages_upgraded),
     Fault("Crossplane restarted", crossplane_restarted),
     Fault("etcd restarted, its data kept", etcd_restarted),
 ]

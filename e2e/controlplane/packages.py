@@ -27,11 +27,13 @@ from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
 from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
+from package import build
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "package"
 CRDS = REPO / ".cache" / "crds"
 UPSTREAM = "xpkg.crossplane.io"
+PKG_API = "pkg.crossplane.io/v1"
 CONFIGURATION = "fleetgate"
 
 
@@ -119,18 +121,23 @@ def dependency_versions() -> dict[str, str]:
     return {d["package"]: d["version"] for d in meta["spec"]["dependsOn"]}
 
 
-def publish(registry: str, ca_file: Path, work: Path) -> None:
-    """Push every package the Configuration needs to the local registry."""
-    built = json.loads((DIST / "packages.json").read_text())
-    version = built["version"]
+def publish_fleetgate(registry: str, ca_file: Path, dist: Path = DIST) -> str:
+    """Push the functions and the Configuration built into ``dist``; their version."""
+    built = json.loads((dist / "packages.json").read_text())
+    version = str(built["version"])
     for function, entry in built["functions"].items():
         _push(REPO / entry["package"], f"{registry}/fleetgate/{function}:{version}", ca_file)
     _push(
-        DIST / f"{CONFIGURATION}-{version}.xpkg",
+        dist / f"{CONFIGURATION}-{version}.xpkg",
         f"{registry}/fleetgate/{CONFIGURATION}:{version}",
         ca_file,
     )
+    return version
 
+
+def publish(registry: str, ca_file: Path, work: Path) -> None:
+    """Push every package the Configuration needs to the local registry."""
+    publish_fleetgate(registry, ca_file)
     versions = dependency_versions()
     pk_repo = f"{UPSTREAM}/crossplane-contrib/provider-kubernetes"
     pk_root = (
@@ -180,6 +187,38 @@ def install(cp: Cluster, registry: str) -> None:
 
 # Installed but never running here: no binary of it can be built (see README).
 WITHOUT_RUNTIME = {"crossplane-contrib-provider-helm"}
+
+
+def upgrade(cp: Cluster, version: str) -> None:
+    """Move Fleetgate to ``version`` as the README tells a platform team to: each Function's
+    package first, then the Configuration's. Crossplane v2.4 changes an installed
+    dependency's version only with its alpha EnableAlphaDependencyVersionUpgrades flag
+    (internal/controller/pkg/resolver/reconciler.go:256-262, 320), which the chart leaves
+    off, and the Configuration depends on exactly its own version of each function."""
+    for function, name in build.function_references(f"{UPSTREAM}/fleetgate").items():
+        package = f"{UPSTREAM}/fleetgate/{function}:{version}"
+        cp.admin.merge_patch(PKG_API, "Function", name, "", {"spec": {"package": package}})
+    package = f"{UPSTREAM}/fleetgate/{CONFIGURATION}:{version}"
+    cp.admin.merge_patch(
+        PKG_API, "Configuration", CONFIGURATION, "", {"spec": {"package": package}}
+    )
+
+
+def running(cp: Cluster, version: str) -> bool:
+    """Whether every Fleetgate package's active revision is ``version``, installed and healthy."""
+    revisions = [
+        r
+        for kind in ("FunctionRevision", "ConfigurationRevision")
+        for r in cp.admin.list(PKG_API, kind)
+        if (r.get("spec") or {}).get("desiredState") == "Active"
+        and "/fleetgate/" in str(r["spec"].get("image", ""))
+    ]
+    return len(revisions) == len(build.FUNCTIONS) + 1 and all(
+        str(r["spec"]["image"]).rsplit(":", 1)[-1] == version
+        and is_true(r, "RevisionHealthy")
+        and (r["kind"] != "FunctionRevision" or is_true(r, "RuntimeHealthy"))
+        for r in revisions
+    )
 
 
 def wait_healthy(cp: Cluster, timeout: float) -> None:

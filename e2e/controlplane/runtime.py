@@ -91,6 +91,7 @@ class PackageRuntime:
 
     def _loop(self) -> None:
         while not self._stop.wait(INTERVAL_S):
+            active: set[str] | None = set()
             for kind, realise in (
                 ("FunctionRevision", self._function),
                 ("ProviderRevision", self._provider),
@@ -98,10 +99,25 @@ class PackageRuntime:
                 try:
                     for rev in self.cp.admin.list(PKG, kind):
                         if (rev.get("spec") or {}).get("desiredState") == "Active":
+                            if active is not None:
+                                active.add(rev["metadata"]["name"])
                             realise(rev)
                 except (ApiError, OSError) as err:  # retried next round, like a controller
                     self.errors.append(f"{kind}: {err}")
                     del self.errors[:-20]
+                    active = None  # not known this round: nothing is deactivated
+            if active is not None:
+                self._deactivate(active)
+
+    def _deactivate(self, active: set[str]) -> None:
+        """Stop each revision's process once the revision is no longer active (a package
+        upgraded or rolled back), after its successor was started and reported this round:
+        Crossplane's Deactivate hook deletes its Deployment (v2.4.0 internal/controller/
+        pkg/runtime/runtime_function.go:159-183)."""
+        for revision in [r for r in self.started if r not in active]:
+            proc = self.started.pop(revision)
+            self.endpoints.pop(revision, None)  # active again: a new address, re-dialled
+            self.sup.stop(proc)
 
     # --- the hooks ----------------------------------------------------------------
     # Pre (TLS Secrets and their names in status) runs for every active revision;

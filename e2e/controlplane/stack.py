@@ -26,6 +26,9 @@ class Stack:
     workloads: dict[str, Cluster]
     runtime: PackageRuntime
     crossplane: crossplane.Crossplane
+    state: Path  # where every process keeps its files
+    registry: str  # host:port of the local OCI registry the packages come from
+    registry_ca: Path  # the CA its serving certificate is signed by
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -63,4 +66,4 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
         future.result()
     crds.shutdown()
     step("Configuration, Functions and Providers Installed and Healthy")
-    return Stack(cp, workloads, runtime, core, timings)
+    return Stack(cp, workloads, runtime, core, state, registry, ca_file, timings)

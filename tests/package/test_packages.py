@@ -590,3 +590,13 @@ def test_dockerfile_builds_the_same_image() -> None:
     pins = re.findall(r"installer==[\d.]+", (REPO / "pyproject.toml").read_text())
     assert pins
     assert all(pin in text for pin in pins), "the same installer as make packages"
+
+
+def test_configuration_depends_on_the_functions_of_the_version_it_is_built_as() -> None:
+    """make upgrade-packages builds the same packages as another version (make e2e's upgrade
+    fault): its Configuration must require those functions, not pyproject's."""
+    with build.exclusive(build.CACHE / "build.lock"):  # the stage a build may be using
+        stage = build.stage_configuration(build.REGISTRY, "v9.9.9")
+        meta = yaml.safe_load((stage / "crossplane.yaml").read_text())
+    versions = {d["version"] for d in meta["spec"]["dependsOn"] if d["kind"] == "Function"}
+    assert versions == {"v9.9.9"}
