@@ -125,6 +125,12 @@ class Observed:
         """The first current condition ``type_``, as plain data; None if there is none."""
         return next((structs.to_dict(c) for c in self._current(self._struct, type_)), None)
 
+    def failing(self, type_: str) -> dict[str, Any] | None:
+        """The first current condition ``type_`` if it is False (a controller's refusal or
+        provider-kubernetes' failed sync, its message saying why); None otherwise."""
+        found = self.condition(type_)
+        return found if found is not None and found.get("status") == "False" else None
+
     def entry_conditions(self, list_field: str, type_: str) -> list[dict[str, Any]]:
         """Current conditions of ``type_`` reported per entry of ``status.<list_field>``.
 
@@ -195,6 +201,11 @@ class Observed:
             return True  # the common case, read without converting anything
         generation = structs.lookup(self._struct, "metadata", "generation")
         return is_current({"observedGeneration": _scalar(stamp)}, _scalar(generation))
+
+
+def explanation(condition: Mapping[str, Any]) -> str:
+    """What a condition says of itself: its message, else its reason (either may be empty)."""
+    return str(condition.get("message") or condition.get("reason") or "")
 
 
 def _scalar(value: struct_pb2.Value | None) -> Any:

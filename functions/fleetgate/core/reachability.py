@@ -52,11 +52,10 @@ SHOWN_MESSAGE_MAX: Final = 300
 def unanswered(observed: Observed) -> str | None:
     """The message of an Object's current ``Synced`` False when it says its cluster did
     not answer; None for any other resource or reason."""
-    if observed.get("apiVersion") != OBJECT_API_VERSION or not observed.has_condition(
-        "Synced", "False"
-    ):
+    synced = observed.failing("Synced")
+    if observed.get("apiVersion") != OBJECT_API_VERSION or synced is None:
         return None
-    message = (observed.condition("Synced") or {}).get("message")
+    message = synced.get("message")
     if isinstance(message, str) and any(text in message for text in UNANSWERED):
         return message
     return None

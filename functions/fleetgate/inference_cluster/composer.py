@@ -23,7 +23,7 @@ from fleetgate.core.constants import (
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
-from fleetgate.core.observed import configmap_value
+from fleetgate.core.observed import configmap_value, explanation
 from fleetgate.core.ordering import compose_after
 from fleetgate.core.readiness import condition_query
 from fleetgate.core.reconcile import Reconcile, Selector
@@ -349,14 +349,14 @@ def report_connected(rec: Reconcile, progress: Progress, site: Site) -> None:
     # does not exist, credentials refused, an API server that does not answer. Said,
     # it is not a cluster still joining: placement stops waiting for it
     # (model_deployment/fleet.is_joining).
-    synced = rec.observed(NAMESPACE).condition("Synced")
-    if synced is not None and synced.get("status") == "False":
+    synced = rec.observed(NAMESPACE).failing("Synced")
+    if synced is not None:
         rec.condition(
             CONNECTED,
             "False",
             CLUSTER_CANNOT_CONNECT,
             f"provider-kubernetes cannot create Namespace {SYSTEM_NAMESPACE} via {via}: "
-            f"{synced.get('message') or synced.get('reason')}{hint}",
+            f"{explanation(synced)}{hint}",
         )
         return
     message = f"waiting for provider-kubernetes to create Namespace {SYSTEM_NAMESPACE} via {via}"

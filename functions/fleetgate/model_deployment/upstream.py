@@ -42,8 +42,8 @@ def _synced_false_message(observed: Observed) -> str | None:
     (crossplane-runtime v2.0.0-rc.1 pkg/conditions/manager.go:63-73): a refusal
     stamped for an older spec is not this one's (``observed.is_current``).
     """
-    synced = observed.condition("Synced")
-    if synced is None or synced.get("status") != "False":
+    synced = observed.failing("Synced")
+    if synced is None:
         return None
     message = synced.get("message")
     return message if isinstance(message, str) else ""

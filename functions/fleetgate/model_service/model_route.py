@@ -12,7 +12,7 @@ from typing import Any
 
 from fleetgate.core.errors import InputError
 from fleetgate.core.models import ModelRoute
-from fleetgate.core.observed import Observed
+from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects
 from fleetgate.model_service.model_route_manifest import ACCEPTED
@@ -82,9 +82,9 @@ def _report(rec: Reconcile) -> None:
     """
     observed = rec.observed(AI_GATEWAY_ROUTE_KEY)
     remote = observed.remote
-    refusal = _refusal(remote, "NotAccepted") or _refusal(remote, "Accepted")
+    refusal = remote.failing("NotAccepted") or remote.failing("Accepted")
     if refusal is not None:
-        why = refusal.get("message") or refusal.get("reason")
+        why = explanation(refusal)
         _not_accepted(rec, "Refused", f"Envoy AI Gateway refused the route: {why}")
         return
     if not observed.ready:
@@ -96,7 +96,7 @@ def _report(rec: Reconcile) -> None:
         found = generated.entry_conditions("parents", type_)
         failed = next((c for c in found if c.get("status") != "True"), None)
         if failed is not None:
-            why = failed.get("message") or failed.get("reason")
+            why = explanation(failed)
             _not_accepted(rec, reason, f"Envoy Gateway on HTTPRoute {name}: {why}")
             return
         if not found:
@@ -152,26 +152,20 @@ def _report_alerts(rec: Reconcile) -> None:
     (``Synced`` False); the usual one is a cluster without the Prometheus
     Operator's CRDs ("no matches for kind PrometheusRule").
     """
-    synced = rec.observed(FAILOVER_ALERTS_KEY).condition("Synced")
-    if synced is not None and synced.get("status") == "False":
+    synced = rec.observed(FAILOVER_ALERTS_KEY).failing("Synced")
+    if synced is not None:
         rec.warning(
             "the failover alerts' PrometheusRule is not on the gateway's cluster (does it have "
-            f"the Prometheus Operator's CRDs?): {synced.get('message') or synced.get('reason')}",
+            f"the Prometheus Operator's CRDs?): {explanation(synced)}",
             "FailoverAlertsNotApplied",
         )
 
 
 def _tiers_not_strict(rec: Reconcile, found: dict[str, Any], verdict: str) -> None:
-    why = found.get("message") or found.get("reason")
+    why = explanation(found)
     message = f"Envoy Gateway {verdict} EnvoyPatchPolicy for strict priority tiers: {why}"
     rec.condition(TIERS, "False", str(found.get("reason") or "NotApplied"), message)
     rec.warning(message, "TiersNotStrict")
-
-
-def _refusal(obj: Observed, type_: str) -> dict[str, Any] | None:
-    """``obj``'s current condition ``type_`` if it is False."""
-    found = obj.condition(type_)
-    return found if found is not None and found.get("status") == "False" else None
 
 
 def _not_accepted(rec: Reconcile, reason: str, message: str) -> None:

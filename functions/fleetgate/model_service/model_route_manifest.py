@@ -17,7 +17,7 @@ from fleetgate.core.constants import API_VERSION, HTTPS_LISTENER, LABEL_PREFIX
 from fleetgate.core.models import BackendTLS, FailoverAlert
 from fleetgate.core.names import fleet_gateway, label_value
 from fleetgate.core.objects import Manifest
-from fleetgate.core.observed import dig
+from fleetgate.core.observed import dig, explanation
 from fleetgate.model_service.access import Access
 from fleetgate.model_service.naming import LABEL_GATEWAY, LABEL_SERVICE, Service, model_route_name
 from fleetgate.model_service.selection import Planned, Routable, ServingGateway
@@ -158,4 +158,4 @@ def progress(accepted: Mapping[str, Any] | None) -> str | None:
         return "ModelRoute not reconciled yet"
     if accepted.get("status") == "True":
         return None
-    return str(accepted.get("message") or accepted.get("reason") or "route not accepted yet")
+    return explanation(accepted) or "route not accepted yet"

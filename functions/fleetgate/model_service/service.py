@@ -16,6 +16,7 @@ from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import require_groups
 from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
+from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 from fleetgate.model_service import access
@@ -356,7 +357,7 @@ def _route_progress(rec: Reconcile, key: str) -> str | None:
     why = progress(observed.condition(ACCEPTED))
     if why is not None or ready.get("status") == "True":
         return why
-    return f"ModelRoute not Ready: {ready.get('message') or ready.get('reason') or 'not yet'}"
+    return f"ModelRoute not Ready: {explanation(ready) or 'not yet'}"
 
 
 def _no_endpoints_message(screening: Screening) -> str:
