@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from e2e import xrds
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, wait_for
@@ -50,13 +49,6 @@ class Attempt:
     refused: bool  # True: the API server must refuse it; False: its function reports it
     names: str = ""  # what the report must name (reported ones)
     field: str = ""  # what the refusal must name (refused ones): the field broken
-
-
-def _xrd_schema(kind: str) -> Obj:
-    plural = f"{kind.lower()}s"
-    xrd = yaml.safe_load((REPO / "apis" / plural / "definition.yaml").read_text())
-    schema: Obj = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    return schema
 
 
 Break = tuple[str, tuple[str, ...], Any]  # what, path, bad value
@@ -124,7 +116,7 @@ def refused(docs: list[Obj]) -> list[Attempt]:
     for kind in KINDS:
         doc = next(d for d in docs if d["kind"] == kind)
         by_class: dict[str, list[Break]] = {}
-        for class_, found in _breaks(_xrd_schema(kind), doc["spec"], ("spec",)):
+        for class_, found in _breaks(xrds.field(kind, "spec"), doc["spec"], ("spec",)):
             by_class.setdefault(class_, []).append(found)
         # One break of each class in turn (bounds, patterns, enums, types, unknown
         # fields), so that no class crowds the others out.

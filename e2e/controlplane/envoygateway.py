@@ -53,8 +53,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
+from e2e import xrds
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.kube import Obj, mount_secret
@@ -78,8 +77,6 @@ NAMESPACE = ENVOY_GATEWAY.namespace
 # What the chart's containers take from the downward API (metadata.namespace).
 DOWNWARD = {"ENVOY_GATEWAY_NAMESPACE": NAMESPACE}
 CERTGEN_TIMEOUT_S = 120
-# The XRD's default GatewayClass name (apis/inferenceclusters/definition.yaml).
-XRD = REPO / "apis" / "inferenceclusters" / "definition.yaml"
 
 
 @functools.cache
@@ -110,10 +107,8 @@ def chart() -> list[Obj]:
 def gateway_classes() -> list[Obj]:
     """The GatewayClass the platform's Envoy Gateway serves: the one the clusters' Gateways
     name by default, as the stack would compose it."""
-    xrd = yaml.safe_load(XRD.read_text())
-    schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    default = schema["properties"]["spec"]["properties"]["gateway"]["properties"]["className"]
-    return [stack.gateway_class(str(default["default"]))]
+    default = xrds.field("InferenceCluster", "spec.gateway.className")["default"]
+    return [stack.gateway_class(str(default))]
 
 
 def ai_gateway_grants() -> list[Obj]:

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from e2e import xrds
 from e2e.controlplane import calls, drills, envoygateway, fleet, packages
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.driver import ControlPlane
@@ -66,11 +67,7 @@ PUBLIC_CHAT: XRKey = ("ModelService", "team-a", "chat")
 INTERNAL_GATEWAY: XRKey = ("InferenceGateway", "", "internal")
 # Each gateway of examples/fleet and the workload cluster it runs on.
 GATEWAYS = {("InferenceGateway", "", "public"): "eu-west-1", INTERNAL_GATEWAY: SILENT_CLUSTER}
-DEFAULT_RETRIES = yaml.safe_load((REPO / "apis/inferencegateways/definition.yaml").read_text())[
-    "spec"
-]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["failover"][
-    "properties"
-]["retries"]["default"]
+DEFAULT_RETRIES = xrds.field("InferenceGateway", "spec.failover.retries")["default"]
 PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule")
 
 RouteTable = dict[tuple[str, str], frozenset[str]]  # (cluster, AIGatewayRoute) → hostnames

@@ -1,12 +1,9 @@
 """Builders for RunFunctionRequests and readers of responses, shared by the tests."""
 
 import base64
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
@@ -16,7 +13,6 @@ from fleetgate.core.runner import Composer, run_composer
 
 __all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, e2e.emulation's
 
-APIS = Path(__file__).resolve().parents[2] / "apis"
 
 SEVERITY_NAMES = {
     fnv1.SEVERITY_FATAL: "Fatal",
@@ -116,23 +112,3 @@ def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
         "type": "Opaque",
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
     }
-
-
-def walk_schema(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every node of an OpenAPI schema with its path: ``spec.endpoints[].weight``,
-    ``spec.labels{}`` for a map's values."""
-    yield path, node
-    for name, child in node.get("properties", {}).items():
-        yield from walk_schema(child, f"{path}.{name}" if path else name)
-    if isinstance(node.get("items"), dict):
-        yield from walk_schema(node["items"], f"{path}[]")
-    if isinstance(node.get("additionalProperties"), dict):
-        yield from walk_schema(node["additionalProperties"], f"{path}{{}}")
-
-
-def xrd_field(plural: str, path: str) -> dict[str, Any]:
-    """The schema of one field of an XRD (``apis/<plural>/definition.yaml``), by its
-    ``walk_schema`` path: what the API allows, for tests that go up to its limits."""
-    xrd = yaml.safe_load((APIS / plural / "definition.yaml").read_text())
-    schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return dict(walk_schema(schema))[path]

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import emulation
+from e2e import emulation, xrds
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.core.secrets import is_holder
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import model_route_key, model_route_name
-from tests.support import Outcome, request, run, secret, xrd_field
+from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (
     API,
     API_KEY_VALUE,
@@ -330,7 +330,7 @@ def test_an_anthropic_endpoint_stays_out_of_a_route_openai_traffic_takes() -> No
 
 
 def test_a_route_holds_at_most_the_backends_a_model_route_allows() -> None:
-    cap = xrd_field("modelroutes", "spec.backends")["maxItems"]
+    cap = xrds.field("ModelRoute", "spec.backends")["maxItems"]
     many = [hosted(f"e{i:04d}", "eu-1", labels={"app": "x"}) for i in range(cap + 2)]
     out = run(compose, request(service(entry(app="x")), required=fleet(many)))
     assert len(backend_refs(out)) == cap
@@ -838,8 +838,8 @@ def test_same_inputs_same_output_whatever_the_order() -> None:
 # --- bad input -------------------------------------------------------------------------
 
 # The function refuses what the API server would: one past the XRD's bounds.
-PRIORITY_MAX = xrd_field("modelservices", "spec.endpoints[].priority")["maximum"]
-ENTRIES_MAX = xrd_field("modelservices", "spec.endpoints")["maxItems"]
+PRIORITY_MAX = xrds.field("ModelService", "spec.endpoints[].priority")["maximum"]
+ENTRIES_MAX = xrds.field("ModelService", "spec.endpoints")["maxItems"]
 
 MALFORMED = [
     pytest.param({**service(), "spec": None}, None, "spec", id="spec missing"),

@@ -15,8 +15,8 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.settle import Reconciler, Settled
 from bench.workloads import Workload, service
+from e2e import xrds
 from e2e.emulation import World
-from tests.support import xrd_field
 
 # gRPC's default maximum message size, which Crossplane and the SDK keep.
 MESSAGE_LIMIT = 4 * 1024 * 1024
@@ -67,9 +67,9 @@ def test_the_largest_workload_is_at_the_maxima_the_xrds_allow() -> None:
     endpoints = [o for o in workload.pool.objects if o["kind"] == "ModelEndpoint"]
     assert (
         len(workload.xr["spec"]["endpoints"])
-        == (xrd_field("modelservices", "spec.endpoints")["maxItems"])
+        == (xrds.field("ModelService", "spec.endpoints")["maxItems"])
     )
-    assert len(endpoints) >= xrd_field("modelroutes", "spec.backends")["maxItems"]
+    assert len(endpoints) >= xrds.field("ModelRoute", "spec.backends")["maxItems"]
 
 
 def test_the_same_fleet_gives_the_same_bytes() -> None:

@@ -25,9 +25,8 @@ import yaml
 from celpy.adapter import json_to_cel
 from pydantic import ValidationError
 
-from e2e import emulation
+from e2e import emulation, xrds
 from fleetgate.core.models import LabelSelector
-from tests.support import walk_schema
 
 # Every XRD's rules, ModelRoute's (internal, composed by ModelService) too.
 XRDS = {kind: fn.xrd for kind, fn in emulation.registry().items()}
@@ -62,7 +61,7 @@ def _load_rules() -> list[Rule]:
     for kind, definition in XRDS.items():
         xrd = yaml.safe_load(definition.read_text())
         schema = xrd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        for path, node in walk_schema(schema, ""):
+        for path, node in xrds.walk(schema):
             for validation in node.get("x-kubernetes-validations", []):
                 rules.append(
                     Rule(kind, path, validation["rule"], validation.get("message", ""), node)

@@ -17,7 +17,7 @@ import pytest
 import re2  # type: ignore[import-untyped]
 import yaml
 
-from tests.support import walk_schema
+from e2e import xrds
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "fleetgate.dev"
@@ -71,7 +71,7 @@ def _node(kind: str, dotted: str) -> dict[str, Any]:
 
 
 ALL_NODES = [
-    (kind, path, node) for kind in KINDS for path, node in walk_schema(_schema(kind), "") if path
+    (kind, path, node) for kind in KINDS for path, node in xrds.walk(_schema(kind)) if path
 ]
 NODE_IDS = [f"{kind}:{path}" for kind, path, _ in ALL_NODES]
 
