@@ -250,6 +250,7 @@ def _fault_drills(
         print(
             f"  its changes landed and the fleet converged {outcome.seconds:.0f}s after it "
             f"ended; routes read {outcome.samples} times meanwhile"
+            + (f" ({outcome.unread} reads unanswered)" if outcome.unread else "")
         )
         figures[f"seconds from the end of '{fault.name}' until converged"] = round(
             outcome.seconds, 1

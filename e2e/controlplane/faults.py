@@ -108,6 +108,7 @@ class Outcome:
     problems: list[str]
     said: list[str]
     samples: int  # routing tables read while it lasted
+    unread: int  # reads an API server did not answer (it or its etcd restarting)
 
 
 def table(driver: ControlPlane, skip: str = "") -> RouteTable:
@@ -204,7 +205,7 @@ def endure(fault: Fault, plane: Plane) -> Outcome:
         if now_specs.get(k) != specs[k]
     ]
     problems += fleet.secrets_at_rest(driver.cp, plane.needles)
-    return Outcome(fault.name, seconds, problems, plane.said, sampler.samples)
+    return Outcome(fault.name, seconds, problems, plane.said, sampler.samples, sampler.unread)
 
 
 # --- the faults ---------------------------------------------------------------------
