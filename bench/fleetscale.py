@@ -1,0 +1,178 @@
+"""``make bench-fleet``: the generated fleet (bench/fleetgen.py) at growing sizes on the real
+control plane of ``make e2e``, each size on a fresh plane. A benchmark: it asserts nothing
+but that each size converges, and records what each size costs in
+``bench/results/fleet.json``.
+
+Per size:
+
+- seconds from applying the fleet until every XR is Synced and Ready, every service
+  routed (``fleet.converge``, as ``make e2e`` judges it);
+- seconds from adding one ModelService to the settled fleet until it, too, converged;
+- over a settled window: function calls per minute (Crossplane's own count,
+  e2e/controlplane/calls.py) and CPU seconds per minute of each component
+  (``/proc/<pid>/stat``, user + system);
+- peak RSS of each component (VmHWM) after all of it;
+- objects the control plane's API server stores (``apiserver_storage_objects``) and the
+  size of the etcd database every API server shares (``apiserver_storage_size_bytes``).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import fleetgen, machine
+from e2e.controlplane import calls, fleet, processes, stack, workloads
+from e2e.controlplane.clusters import Cluster
+
+REPO = Path(__file__).resolve().parent.parent
+STATE = REPO / ".cache" / "bench-fleet"
+RESULTS = REPO / "bench" / "results" / "fleet.json"
+WORKLOADS = ["eu-west-1", "us-east-1"]
+CONVERGE_TIMEOUT_S = 1800.0
+SERVICES = (10, 40, 100)
+GATEWAYS = 2
+SETTLED_WINDOW_S = 120.0
+TICKS = os.sysconf("SC_CLK_TCK")
+# Components whose costs are reported, by the Supervisor's process name (its prefix for
+# the functions: one process each).
+COMPONENTS = {
+    "crossplane": "crossplane",
+    "provider-kubernetes": "provider-provider-kubernetes",
+    "functions": "function-",
+    "control plane kube-apiserver": "control-plane-kube-apiserver",
+    "etcd": "etcd",
+}
+
+
+def _cpu_seconds(sup: processes.Supervisor) -> dict[str, float]:
+    """User + system CPU seconds each component's processes used so far."""
+    used = dict.fromkeys(COMPONENTS, 0.0)
+    for proc in sup.processes:
+        component = _component(proc.name)
+        if component is None:
+            continue
+        try:
+            fields = Path(f"/proc/{proc.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used[component] += (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    return used
+
+
+def _component(process: str) -> str | None:
+    return next((c for c, prefix in COMPONENTS.items() if process.startswith(prefix)), None)
+
+
+def _peak_rss_mib(sup: processes.Supervisor) -> dict[str, float]:
+    peak = dict.fromkeys(COMPONENTS, 0.0)
+    for proc in sup.processes:
+        component = _component(proc.name)
+        if component is not None:
+            peak[component] += proc.peak_rss_kib() / 1024
+    return {c: round(v) for c, v in peak.items()}
+
+
+def _storage(cp: Cluster) -> dict[str, float]:
+    """Objects the control plane stores, and the bytes of the shared etcd database."""
+    text = str(cp.admin.request("GET", "/metrics"))
+    objects = size = 0.0
+    for line in text.splitlines():
+        if line.startswith("apiserver_storage_objects{"):
+            objects += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("apiserver_storage_size_bytes{"):
+            size = max(size, float(line.rsplit(" ", 1)[1]))
+    return {"objects stored by the control plane": objects, "etcd database MiB": size / 2**20}
+
+
+def _apply(cp: Cluster, docs: list[dict[str, Any]], folder: Path) -> None:
+    """Apply ``docs`` as a platform would: one server-side ``kubectl apply`` of a folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "fleet.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    fleet.kubectl(cp, "apply", "--server-side", "-f", str(folder), check=True)
+
+
+def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
+    """One size on a fresh control plane: its figures."""
+    subprocess.run(["rm", "-rf", str(STATE)], check=True)
+    STATE.mkdir(parents=True)
+    with processes.Supervisor(STATE / "logs") as sup:
+        st = stack.bring_up(sup, STATE, WORKLOADS, log=lambda _: None)
+        the_world = workloads.world()
+        for workload in st.workloads.values():
+            fleet.register(st.cp, workload)
+            workloads.start(sup, workload, the_world)
+        docs = fleetgen.documents(size)
+        figures: dict[str, Any] = {}
+
+        def record(found: dict[str, Any]) -> None:
+            for name, value in found.items():
+                print(f"  {name}: {value}", flush=True)
+            figures.update(found)
+
+        start = time.monotonic()
+        _apply(st.cp, docs, STATE / "fleet")
+        fleet.converge(st.cp, CONVERGE_TIMEOUT_S)
+        record({"seconds from apply to every service routed": _since(start)})
+        start = time.monotonic()
+        _apply(st.cp, [fleetgen.service(size.services, size)], STATE / "one-more")
+        fleet.converge(st.cp, CONVERGE_TIMEOUT_S)
+        record({"seconds from one new service to routed": _since(start)})
+
+        cpu_before = _cpu_seconds(sup)
+        record(calls.settled(st.cp, st.crossplane.metrics_port, window_s))
+        cpu_after = _cpu_seconds(sup)
+        record(
+            {
+                f"CPU seconds per minute, settled: {c}": round(
+                    (cpu_after[c] - cpu_before[c]) / (window_s / 60), 2
+                )
+                for c in COMPONENTS
+            }
+        )
+        record({f"peak RSS MiB: {c}": v for c, v in _peak_rss_mib(sup).items()})
+        record({k: round(v, 1) for k, v in _storage(st.cp).items()})
+        record({"Objects on the control plane": len(st.cp.admin.list(*fleet.OBJECT))})
+        return figures
+
+
+def _since(start: float) -> float:
+    return round(time.monotonic() - start, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench-fleet", description=__doc__)
+    parser.add_argument(
+        "--services", type=int, nargs="+", default=list(SERVICES), help="sizes, by S"
+    )
+    parser.add_argument("--gateways", type=int, default=GATEWAYS)
+    parser.add_argument(
+        "--window", type=float, default=SETTLED_WINDOW_S, help="settled window, seconds"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    processes.isolate()
+    results: dict[str, Any] = {"machine": machine.describe(), "sizes": []}
+    for services in args.services:
+        size = fleetgen.Size.for_services(services, args.gateways)
+        print(f"fleet {size}:", flush=True)
+        try:
+            results["sizes"].append({"size": str(size), **measure(size, args.window)})
+        except TimeoutError as err:  # where the machine stops: said, and the run ends
+            print(f"  stopped: {err}".splitlines()[0], file=sys.stderr)
+            results["sizes"].append({"size": str(size), "stopped": str(err)[:2000]})
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        if "stopped" in results["sizes"][-1]:
+            break
+    print(f"figures in {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
