@@ -129,8 +129,10 @@ if TYPE_CHECKING:
 
 NAME_MAX = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+# A GPU model as clusters declare it and deployments ask for it, e.g. nvidia-h100.
+GPUType = Annotated[str, Field(min_length=1, max_length=63)]
 # Gateway API Duration: e.g. 300s, 1m30s, 500ms.
-Duration = Annotated[str, Field(pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")]
+Duration = Annotated[str, Field(max_length=32, pattern=r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")]
 # Kubernetes label syntax, as the XRDs check it: an optional DNS-subdomain
 # prefix and "/", then a name of 1-63 characters; a value of 0-63 characters.
 _LABEL_KEY = re.compile(

@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 from fleetgate.core.kinds.cluster_status import InferenceClusterStatus
 from fleetgate.core.models import (
     Composite,
+    GPUType,
     LabelKey,
     LabelValue,
     Model,
@@ -40,8 +41,8 @@ class ClusterPlacement(Model):
 
 
 class Capacity(Model):
-    gpus: Annotated[int, Field(ge=0)] = 0
-    gpu_type: str | None = None
+    gpus: Annotated[int, Field(ge=0, le=100000)] = 0
+    gpu_type: GPUType | None = None
 
 
 class ClusterGatewaySpec(Model):
@@ -78,7 +79,7 @@ class InferenceClusterSpec(Model):
     credentials: ClusterCredentials
     placement: ClusterPlacement = Field(default_factory=ClusterPlacement)
     capacity: Capacity = Field(default_factory=Capacity)
-    providers: Annotated[list[ServingProvider], Field(max_length=5)] = ["Direct"]
+    providers: Annotated[list[ServingProvider], Field(min_length=1, max_length=5)] = ["Direct"]
     gateway: ClusterGatewaySpec = Field(default_factory=ClusterGatewaySpec)
     stack: StackSpec = Field(default_factory=StackSpec)
     kaito: KaitoSpec = Field(default_factory=KaitoSpec)

@@ -8,6 +8,7 @@ from fleetgate.core.models import (
     NAME_MAX,
     Composite,
     EngineType,
+    GPUType,
     LabelKey,
     LabelSelector,
     LabelValue,
@@ -23,12 +24,12 @@ class EnvVar(Model):
 
 class ModelRef(Model):
     name: Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
-    source: Annotated[str, Field(max_length=2048)] | None = None
+    source: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
 
 
 class EngineSpec(Model):
     type: EngineType | None = None
-    image: Annotated[str, Field(max_length=1024)] | None = None
+    image: Annotated[str, Field(min_length=1, max_length=1024)] | None = None
     args: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=128)
     env: list[EnvVar] = Field(default_factory=list, max_length=128)
 
@@ -40,7 +41,7 @@ class ProviderSpec(Model):
 
 class GPURequest(Model):
     count: Annotated[int, Field(ge=0, le=64)] | None = None
-    type: str | None = None
+    type: GPUType | None = None
 
 
 class ResourceRequest(Model):

@@ -10,7 +10,7 @@ from fleetgate.core.models import LONG_NAME_MAX, Composite, Model, SecretKeyRef
 
 class EndpointAPI(Model):
     schema_: Literal["OpenAI", "Anthropic"] = Field("OpenAI", alias="schema")
-    prefix: Annotated[str, Field(max_length=LONG_NAME_MAX)] = "/v1"
+    prefix: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] = "/v1"
 
 
 class CredentialRef(SecretKeyRef):
@@ -18,7 +18,8 @@ class CredentialRef(SecretKeyRef):
 
 
 class ModelEndpointSpec(Model):
-    origin: Annotated[str, Field(min_length=1, max_length=2048)]
+    # https:// and a 253-character host with a port: what the XRD allows.
+    origin: Annotated[str, Field(min_length=1, max_length=267)]
     api: EndpointAPI = Field(default_factory=EndpointAPI)
     model: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
     credential_ref: CredentialRef | None = None

@@ -49,7 +49,9 @@ class Failover(Model):
 # processor takes up to 512 MiB (Envoy AI Gateway v1.1.0 cmd/controller/main.go:229-233,
 # passed on at internal/controller/extproc_builder.go:296; its chart sets no other
 # value), so one MiB is left for the message around the body.
-BufferLimit = Annotated[str, Field(pattern=r"^([1-9][0-9]?|[1-4][0-9]{2}|50[0-9]|51[01])Mi$")]
+BufferLimit = Annotated[
+    str, Field(max_length=6, pattern=r"^([1-9][0-9]?|[1-4][0-9]{2}|50[0-9]|51[01])Mi$")
+]
 
 
 class Limits(Model):
@@ -63,7 +65,7 @@ class Monitoring(Model):
 
 class InferenceGatewaySpec(Model):
     cluster_name: Name
-    hostname: Annotated[str, Field(max_length=253)] | None = None
+    hostname: Annotated[str, Field(min_length=1, max_length=253)] | None = None
     tls: GatewayTLS | None = None
     auth: GatewayAuth | None = None
     service_selector: LabelSelector | None = None

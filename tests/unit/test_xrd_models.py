@@ -1,0 +1,94 @@
+"""The API is written twice, the XRD the API server validates with and the pydantic model
+a function validates with; here they must agree, field by field, both ways.
+
+Every field of each XRD's ``spec`` must be in the kind's model and every field of the
+model in the XRD, with the same type, default, enum and bounds. A field the API server
+lets through and the model refuses fails a user's XR with a fatal result after it was
+accepted; one the model lets through and the API server refuses is a check nobody runs.
+The model's side is its JSON schema (``model_json_schema``): what pydantic validates.
+Patterns and CEL rules are not compared here (``test_xrd_cel`` evaluates the XRDs' rules
+as the API server does).
+"""
+
+from typing import Any
+
+import pytest
+
+from e2e import xrds
+from fleetgate.core import models
+
+KINDS = [
+    "InferenceCluster",
+    "InferenceGateway",
+    "ModelService",
+    "ModelEndpoint",
+    "ModelDeployment",
+    "ModelRoute",
+]
+# What both must say alike wherever either says it.
+KEYWORDS = (
+    "type",
+    "enum",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+)
+
+Node = dict[str, Any]
+
+
+def _resolved(node: Node, defs: dict[str, Node]) -> Node:
+    """``node`` with its ``$ref`` followed and an optional field's ``anyOf [X, null]`` read
+    as X (absent and null are the same to a function reading an XR)."""
+    while True:
+        if "$ref" in node:
+            node = {
+                **defs[node["$ref"].rsplit("/", 1)[1]],
+                **{k: v for k, v in node.items() if k != "$ref"},
+            }
+        elif "anyOf" in node:
+            options = [o for o in node["anyOf"] if o.get("type") != "null"]
+            if len(options) != 1:
+                return node
+            node = {**options[0], **{k: v for k, v in node.items() if k != "anyOf"}}
+        else:
+            return node
+
+
+def _differences(xrd: Node, model: Node, defs: dict[str, Node], path: str) -> list[str]:
+    model = _resolved(model, defs)
+    found = [
+        f"{path}: {kw} is {xrd.get(kw)!r} in the XRD, {model.get(kw)!r} in the model"
+        for kw in KEYWORDS
+        if xrd.get(kw) != model.get(kw)
+    ]
+    default = xrd.get("default")
+    if default is not None and not isinstance(default, dict) and default != model.get("default"):
+        found.append(
+            f"{path}: default is {default!r} in the XRD, {model.get('default')!r} in the model"
+        )
+    ours, theirs = xrd.get("properties", {}), model.get("properties", {})
+    found += [f"{path}.{name}: in the XRD only" for name in sorted(set(ours) - set(theirs))]
+    found += [f"{path}.{name}: in the model only" for name in sorted(set(theirs) - set(ours))]
+    for name in sorted(set(ours) & set(theirs)):
+        found += _differences(ours[name], theirs[name], defs, f"{path}.{name}")
+    if isinstance(xrd.get("items"), dict) and isinstance(model.get("items"), dict):
+        found += _differences(xrd["items"], model["items"], defs, f"{path}[]")
+    if isinstance(xrd.get("additionalProperties"), dict) and isinstance(
+        model.get("additionalProperties"), dict
+    ):
+        found += _differences(
+            xrd["additionalProperties"], model["additionalProperties"], defs, f"{path}{{}}"
+        )
+    return found
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_xrd_and_the_model_agree(kind: str) -> None:
+    schema = getattr(models, kind).model_json_schema(by_alias=True, mode="validation")
+    defs = schema.get("$defs", {})
+    spec = schema["properties"]["spec"]
+    assert _differences(xrds.field(kind, "spec"), spec, defs, "spec") == []
