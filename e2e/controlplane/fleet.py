@@ -18,7 +18,7 @@ import yaml
 
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
-from e2e.controlplane.kube import Obj, condition, is_true
+from e2e.controlplane.kube import ApiError, Obj, condition, is_true
 from e2e.fleet import KIND_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,7 +189,10 @@ def converge(
     last: list[str] = []
     next_report = start + 30
     while True:
-        problems = not_converged(cp, excluded)
+        try:
+            problems = not_converged(cp, excluded)
+        except (ApiError, OSError) as err:  # too busy to answer a list in time: asked again
+            problems = [f"the control plane's API server did not answer: {err}"]
         if not problems:
             return time.monotonic() - start
         if time.monotonic() > start + timeout:
