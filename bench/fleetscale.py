@@ -8,9 +8,9 @@ Per size:
 - seconds from applying the fleet until every XR is Synced and Ready, every service
   routed (``fleet.converge``, as ``make e2e`` judges it);
 - seconds from adding one ModelService to the settled fleet until it, too, converged;
-- over a settled window: function calls per minute (Crossplane's own count,
-  e2e/controlplane/calls.py) and CPU seconds per minute of each component
-  (``/proc/<pid>/stat``, user + system);
+- over a settled window longer than the settled TTL: function calls per minute
+  (Crossplane's own count, e2e/controlplane/calls.py) and CPU seconds per minute of
+  each component (``/proc/<pid>/stat``, user + system);
 - peak RSS of each component (VmHWM) after all of it;
 - objects the control plane's API server stores (``apiserver_storage_objects``) and the
   size of the etcd database every API server shares (``apiserver_storage_size_bytes``).
@@ -30,6 +30,7 @@ import yaml
 from bench import fleetgen, machine
 from e2e.controlplane import calls, fleet, processes, stack, workloads
 from e2e.controlplane.clusters import Cluster
+from fleetgate.core import pacing
 
 REPO = Path(__file__).resolve().parent.parent
 STATE = REPO / ".cache" / "bench-fleet"
@@ -38,7 +39,9 @@ WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 1800.0
 SERVICES = (10, 40, 100)
 GATEWAYS = 2
-SETTLED_WINDOW_S = 120.0
+# Longer than the settled TTL (core/pacing.py), so every settled XR is called in it at
+# least once: a shorter window can count none and say a fleet costs nothing.
+SETTLED_WINDOW_S = pacing.SETTLED.total_seconds() + 60
 TICKS = os.sysconf("SC_CLK_TCK")
 # Components whose costs are reported, by the Supervisor's process name (its prefix for
 # the functions: one process each).
