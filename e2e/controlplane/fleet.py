@@ -183,8 +183,10 @@ def converge(
     timeout: float,
     echo: bool = True,
     excluded: Callable[[Obj], bool] = lambda _: False,
+    interval: float = 2.0,
 ) -> float:
-    """Wait until nothing is left in ``not_converged``; seconds it took. Fails with what is left."""
+    """Wait until nothing is left in ``not_converged``, asking every ``interval`` seconds;
+    seconds it took. Fails with what is left."""
     start = time.monotonic()
     last: list[str] = []
     next_report = start + 30
@@ -203,7 +205,7 @@ def converge(
             print(f"  {time.monotonic() - start:6.1f}s  waiting on {len(problems)}: {problems[0]}")
             next_report = time.monotonic() + 30
             last = problems
-        time.sleep(2)
+        time.sleep(interval)
 
 
 def readiness_timeline(cp: Cluster, applied_at: float) -> list[tuple[float, str]]:
