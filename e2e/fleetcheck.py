@@ -4,7 +4,6 @@ Each check returns a list of problems (empty when the fact holds), so the
 fleet walk can print all of them and the tests can assert on each.
 """
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +12,7 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import emulation, fleetdrills, functions, render, validate
+from e2e import emulation, fleetdrills, functions, render, secretsearch, validate
 from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
@@ -146,19 +145,11 @@ def check_cluster_trust(fleet: Fleet) -> list[str]:
     return trust_problems(published_client_cas(fleet.xrs), Emulation(fleet).trusted_client_cas())
 
 
-def secret_values(fleet: Fleet) -> list[str]:
-    values = []
-    for secret in fleet.secrets:
-        for encoded in (secret.get("data") or {}).values():
-            values += [base64.b64decode(encoded).decode(), encoded]
-    return [v for v in values if len(v) >= 8]
-
-
 def check_no_secret_anywhere(fleet: Fleet) -> list[str]:
     text = yaml.safe_dump_all(fleet.everything())
     return [
         f"a Secret value appears in composed state: {v[:6]}…"
-        for v in secret_values(fleet)
+        for v in secretsearch.needles(fleet.secrets)
         if v in text
     ]
 

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
-from e2e import fleetcheck, fleetdrills
+from e2e import fleetcheck, fleetdrills, secretsearch
 from e2e.controlplane import (
     badinput,
     calls,
@@ -83,7 +83,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
                 _serve(sup, ControlPlane(st.cp, st.workloads, docs), apply_fleet)
             converged, checks = _apply_and_converge(st.cp, docs)
             print(fleet.kubectl(st.cp, *fleet.WATCH))
-            needles = fleet.secret_values(docs)
+            needles = secretsearch.needles(docs)
             checks += [
                 _at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles)),
                 _strict(fleet.loose_tiers(st.cp)),

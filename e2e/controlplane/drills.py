@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from e2e import pki
+from e2e import pki, secretsearch
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Obj, wait_for
@@ -156,7 +156,7 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
             data[key] = base64.b64encode(value.encode()).decode()
             new[value] = max(1, places.get(key, 0))
             origin = f"Secret {drill.namespace}/{drill.secret} {key} after '{drill.name}'"
-            needles.update(fleet.needles_for(origin, value))
+            needles.update(secretsearch.of_value(origin, value))
     secret["data"] = data
     if drill.recreate:
         cp.admin.create(secret)

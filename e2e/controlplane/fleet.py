@@ -6,7 +6,6 @@ would). Nothing here writes an XR's status or a composed object: Crossplane,
 the functions and provider-kubernetes do, and this module only reads.
 """
 
-import base64
 import datetime
 import json
 import subprocess
@@ -242,27 +241,6 @@ def kubectl(cluster: Cluster, *args: str, check: bool = False) -> str:
     if check and done.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)} failed: {done.stdout}{done.stderr}")
     return done.stdout + done.stderr
-
-
-def secret_values(docs: list[Obj]) -> dict[str, str]:
-    """Every value of the Secrets applied, as written and base64-encoded → where it came from."""
-    needles: dict[str, str] = {}
-    for doc in docs:
-        if doc["kind"] != "Secret":
-            continue
-        where = f"Secret {doc['metadata'].get('namespace', '')}/{doc['metadata']['name']}"
-        for key, value in (doc.get("stringData") or {}).items():
-            needles.update(needles_for(f"{where} {key}", str(value)))
-        for key, value in (doc.get("data") or {}).items():
-            needles.update(needles_for(f"{where} {key}", base64.b64decode(value).decode()))
-    return needles
-
-
-def needles_for(origin: str, value: str) -> dict[str, str]:
-    """A Secret value to search for, as written and base64-encoded → where it came from."""
-    if len(value) < 8:  # too short to mean anything
-        return {}
-    return {value: origin, base64.b64encode(value.encode()).decode(): f"{origin} (base64)"}
 
 
 def secrets_at_rest(cluster: Cluster, needles: dict[str, str]) -> list[str]:

@@ -12,10 +12,9 @@ policy derives it) and the XR's status back into the XR.
 """
 
 import base64
-import contextlib
 import copy
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,41 +197,6 @@ def secret(name: str, namespace: str, data: dict[str, str], **meta: Any) -> Obj:
         "type": "Opaque",
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
     }
-
-
-def secret_values(objects: Iterable[Obj]) -> set[str]:
-    """Every value held by the Secrets among ``objects``: decoded, and as stored (base64).
-
-    Values shorter than 8 characters are left out: they would turn up by
-    chance in any output. Malformed Secrets count too (their strings, wherever).
-    """
-    found: set[str] = set()
-    for obj in objects:
-        if not isinstance(obj, dict) or obj.get("kind") != "Secret":
-            continue
-        for value in _strings([obj.get("data"), obj.get("stringData")]):
-            found.add(value)
-            found.add(base64.b64encode(value.encode()).decode())
-            with contextlib.suppress(ValueError):
-                found.add(base64.b64decode(value, validate=True).decode())
-    return {v for v in found if len(v) >= 8}
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def leaks(values: Iterable[str], texts: Iterable[bytes | str]) -> list[str]:
-    """The values (shortened) found in any of ``texts``."""
-    blobs = [t if isinstance(t, bytes) else t.encode() for t in texts]
-    return sorted(f"{v[:6]}…" for v in values if any(v.encode() in blob for blob in blobs))
 
 
 def xr(kind: str, name: str, spec: Obj, *, namespace: str | None = None, **extra: Any) -> Obj:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2e import render, validate
+from e2e import render, secretsearch, validate
 from fleetgate.core.reconcile import MESSAGE_MAX
 from fleetgate.core.runner import encode, run_composer
 from tests.hardening import harness
@@ -46,7 +46,7 @@ FUZZ = settings(
 
 def check_call(walked: Walk, answered: harness.Call, values: set[str]) -> list[str]:
     """Every per-call property; returns the problems found."""
-    problems = [f"Secret value logged: {v}" for v in harness.leaks(values, LOGGED)]
+    problems = [f"Secret value logged: {v}" for v in secretsearch.leaks(values, LOGGED)]
     compose = harness.composer(walked.kind)
     if answered.fatal:
         problems.append(f"fatal on well-formed input: {answered.fatal}")
@@ -59,7 +59,7 @@ def check_call(walked: Walk, answered: harness.Call, values: set[str]) -> list[s
             problems.append(f"the answer depends on the order of inputs (shuffle {seed})")
     if len(data) >= MESSAGE_LIMIT:
         problems.append(f"response of {len(data)} bytes")
-    problems += [f"Secret value in the response: {v}" for v in harness.leaks(values, [data])]
+    problems += [f"Secret value in the response: {v}" for v in secretsearch.leaks(values, [data])]
     return problems
 
 
@@ -105,7 +105,7 @@ def test_well_formed(kind: str) -> None:
     def check(case: Scenario) -> None:
         LOGGED.clear()
         walked = Walk(kind, case.xr, case.world)
-        values = harness.secret_values(case.world)
+        values = set(secretsearch.needles(case.world))
         problems: list[str] = []
         for _ in range(case.passes):
             answered = walked.step()
@@ -142,9 +142,11 @@ def test_malformed(kind: str) -> None:
             harness.composer(kind), broken.xr, broken.world, broken.observed
         )
         problems = [m for m in answered.fatal if m.startswith(INTERNAL_ERROR)]
-        values = harness.secret_values(broken.world)
-        problems += [f"Secret value leaked: {v}" for v in harness.leaks(values, [answered.data])]
-        problems += [f"Secret value logged: {v}" for v in harness.leaks(values, LOGGED)]
+        values = set(secretsearch.needles(broken.world))
+        problems += [
+            f"Secret value leaked: {v}" for v in secretsearch.leaks(values, [answered.data])
+        ]
+        problems += [f"Secret value logged: {v}" for v in secretsearch.leaks(values, LOGGED)]
         if broken.path is not None:
             if not answered.fatal:
                 problems.append(f"no fatal result for {broken.description}")

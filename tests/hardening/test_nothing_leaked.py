@@ -23,7 +23,7 @@ import pytest
 import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import render
+from e2e import render, secretsearch
 from e2e.fleet import as_stored
 from tests.grpc.process import FUNCTIONS, insecure, raw_call, serving
 from tests.hardening import harness
@@ -104,9 +104,9 @@ class Traffic:
 
 @pytest.fixture(scope="module")
 def values() -> set[str]:
-    found = harness.secret_values(example_secrets())
+    found = set(secretsearch.needles(example_secrets()))
     for value in unit_test_values():
-        found |= harness.secret_values([harness.secret("unit", "t", {"k": value})])
+        found |= set(secretsearch.needles([harness.secret("unit", "t", {"k": value})]))
     assert len(found) >= 20, "the corpus of Secret values is suspiciously small"
     return found
 
@@ -210,11 +210,11 @@ def said(
 def test_the_functions_were_exercised(said: Said, values: set[str]) -> None:
     assert len(said.responses) >= 10, f"{said.name} answered too few requests to prove anything"
     if said.name in READ_SECRETS:
-        assert harness.leaks(values, said.sent), f"{said.name} was sent no Secret value"
+        assert secretsearch.leaks(values, said.sent), f"{said.name} was sent no Secret value"
 
 
 def test_no_secret_value_in_any_response(said: Said, values: set[str]) -> None:
-    assert harness.leaks(values, said.responses) == []
+    assert secretsearch.leaks(values, said.responses) == []
 
 
 def test_no_secret_value_in_any_log_line(
@@ -222,4 +222,4 @@ def test_no_secret_value_in_any_log_line(
 ) -> None:
     if flags:
         assert "RunFunction" in said.log, "--debug logs every call"
-    assert harness.leaks(values, [said.log]) == []
+    assert secretsearch.leaks(values, [said.log]) == []
