@@ -32,9 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from e2e import xrds
+from e2e import emulation, xrds
 from e2e.controlplane import calls, drills, envoygateway, fleet, packages
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.driver import ControlPlane
@@ -384,16 +382,9 @@ def _every_xr_reconciles(plane: Plane, version: str) -> None:
 
 
 def _function_per_kind() -> dict[str, str]:
-    """XR kind → the Function object its Composition's pipeline calls (compositions/)."""
+    """XR kind → the Function object its Composition's pipeline calls, as packaged."""
     packaged = build.function_references(f"{packages.UPSTREAM}/fleetgate")
-    found = {}
-    for path in sorted((REPO / "compositions").glob("*.yaml")):
-        composition = yaml.safe_load(path.read_text())
-        (step,) = composition["spec"]["pipeline"]
-        found[composition["spec"]["compositeTypeRef"]["kind"]] = packaged[
-            step["functionRef"]["name"]
-        ]
-    return found
+    return {kind: packaged[fn.name] for kind, fn in emulation.registry().items()}
 
 
 def _unreachable_reports(plane: Plane) -> dict[str, str]:
