@@ -31,8 +31,8 @@ from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
+from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.metrics import COST_RATE
-from fleetgate.core.models import FailoverAlert
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 
 Drill = Callable[[Driver], list[str]]

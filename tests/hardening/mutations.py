@@ -1,7 +1,7 @@
 """Breaking a well-formed input in one place, knowing what the function must say about it.
 
 The fields a function validates are read from the same pydantic models it
-parses with (``fleetgate.core.models``): every field an XR's model declares
+parses with (``fleetgate.core.kinds``): every field an XR's model declares
 and the input holds is a target. A value of the wrong JSON type, a required
 field removed, or a declared bound exceeded must give a fatal result naming
 that field (``Broken.path``). Other breakage has no single right answer but
@@ -21,20 +21,13 @@ from annotated_types import Ge, Le, MaxLen, MinLen
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from fleetgate.core import models
+from fleetgate.core import kinds
 from fleetgate.core.errors import field_path
 from tests.hardening.harness import Obj, Walk
 
 Path = tuple[str | int, ...]
 
-COMPOSITE_MODELS: dict[str, type[BaseModel]] = {
-    "InferenceCluster": models.InferenceCluster,
-    "InferenceGateway": models.InferenceGateway,
-    "ModelDeployment": models.ModelDeployment,
-    "ModelEndpoint": models.ModelEndpoint,
-    "ModelService": models.ModelService,
-    "ModelRoute": models.ModelRoute,
-}
+COMPOSITE_MODELS: dict[str, type[BaseModel]] = {kind: kinds.model(kind) for kind in kinds.MODULES}
 
 
 @dataclass(frozen=True)

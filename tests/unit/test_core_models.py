@@ -1,48 +1,18 @@
-"""core/models: each XR kind's models are imported through it, and only when used."""
+"""core/kinds: a module a kind, and a function imports only the kinds it reads."""
 
-import ast
-import importlib
-import pkgutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from fleetgate.core import kinds, models
-
-KIND_MODULES = sorted(m.name for m in pkgutil.iter_modules(kinds.__path__))
+from fleetgate.core import kinds
 
 
-def _defined(module: str) -> list[str]:
-    """The public names a kind's module defines (classes, aliases, constants)."""
-    source = Path(importlib.import_module(f"fleetgate.core.kinds.{module}").__file__ or "")
-    names = []
-    for node in ast.parse(source.read_text()).body:
-        if isinstance(node, ast.ClassDef):
-            names.append(node.name)
-        elif isinstance(node, ast.Assign):
-            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
-    return [n for n in names if not n.startswith("_")]
-
-
-@pytest.mark.parametrize("module", KIND_MODULES)
-def test_every_name_of_a_kind_is_the_same_object_through_models(module: str) -> None:
-    kind = importlib.import_module(f"fleetgate.core.kinds.{module}")
-    defined = _defined(module)
-    assert defined
-    for name in defined:
-        assert name in models.__all__, name
-        assert getattr(models, name) is getattr(kind, name), name
-
-
-def test_models_re_exports_nothing_the_kinds_do_not_define() -> None:
-    assert sorted(models.__all__) == sorted(n for m in KIND_MODULES for n in _defined(m))
-
-
-def test_an_unknown_name_is_an_import_error() -> None:
-    with pytest.raises(ImportError):
-        from fleetgate.core.models import NoSuchModel  # type: ignore[attr-defined]  # noqa: F401, PLC0415
+@pytest.mark.parametrize("kind", sorted(kinds.MODULES))
+def test_the_model_of_a_kind_is_its_top_level_model(kind: str) -> None:
+    model = kinds.model(kind)
+    assert model.__name__ == kind
+    assert model.__module__ == f"fleetgate.core.kinds.{kinds.MODULES[kind]}"
 
 
 PROBE = """

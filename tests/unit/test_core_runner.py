@@ -7,7 +7,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from structlog.testing import capture_logs
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import InferenceCluster
+from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.reconcile import MESSAGE_MAX, Reconcile, Selector
 from tests.support import request, run
 

@@ -69,7 +69,7 @@ plugin = Plugin()
 PROBE = """
 from fleetgate.core.startup import fast_imports
 with fast_imports():
-    from fleetgate.core.models import ModelEndpoint
+    from fleetgate.core.kinds.endpoint import ModelEndpoint
 endpoint = ModelEndpoint.model_validate(
     {"metadata": {"name": "e", "namespace": "ns"}, "spec": {"origin": "https://api.example.com"}}
 )

@@ -14,7 +14,8 @@ from celpy.adapter import json_to_cel
 from fleetgate.core import names
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import EngineSpec, EngineType, EnvVar, ServingProvider
+from fleetgate.core.kinds.deployment import EngineSpec, EnvVar
+from fleetgate.core.models import EngineType, ServingProvider
 from fleetgate.model_deployment import endpoints, engine, naming, routing
 from fleetgate.model_deployment.providers import CEILINGS, PROVIDERS, pods
 from fleetgate.model_deployment.providers.base import EngineRun, Workload

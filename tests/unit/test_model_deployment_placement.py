@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core.models import InferenceCluster
+from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.model_deployment.fleet import is_joining
 from fleetgate.model_deployment.placement import ClusterView, Plan, Request, place
 

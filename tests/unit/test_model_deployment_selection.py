@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from e2e import validate
-from fleetgate.core.models import ModelDeploymentSpec
+from fleetgate.core.kinds.deployment import ModelDeploymentSpec
 from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules
 from fleetgate.model_deployment.catalog import BUNDLED, BUNDLED_DATA, ProviderCatalog

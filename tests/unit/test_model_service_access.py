@@ -14,7 +14,7 @@ import pytest
 
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.governance import group_key
-from fleetgate.core.models import ROUTE_CALLERS_MAX
+from fleetgate.core.kinds.route import ROUTE_CALLERS_MAX
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     CALLER_ACCESS_KEY,

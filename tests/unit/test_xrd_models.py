@@ -15,16 +15,9 @@ from typing import Any
 import pytest
 
 from e2e import xrds
-from fleetgate.core import models
+from fleetgate.core import kinds
 
-KINDS = [
-    "InferenceCluster",
-    "InferenceGateway",
-    "ModelService",
-    "ModelEndpoint",
-    "ModelDeployment",
-    "ModelRoute",
-]
+KINDS = list(kinds.MODULES)
 # What both must say alike wherever either says it.
 KEYWORDS = (
     "type",
@@ -88,7 +81,7 @@ def _differences(xrd: Node, model: Node, defs: dict[str, Node], path: str) -> li
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_xrd_and_the_model_agree(kind: str) -> None:
-    schema = getattr(models, kind).model_json_schema(by_alias=True, mode="validation")
+    schema = kinds.model(kind).model_json_schema(by_alias=True, mode="validation")
     defs = schema.get("$defs", {})
     spec = schema["properties"]["spec"]
     assert _differences(xrds.field(kind, "spec"), spec, defs, "spec") == []

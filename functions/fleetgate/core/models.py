@@ -2,8 +2,10 @@
 
 The five XRs of api.md, and ModelRoute: the internal XR compose-model-service
 composes per serving gateway (one gateway's resolved route). What they share
-is here; each kind's own models are in ``fleetgate.core.kinds`` and are
-imported through this module (see ``_KINDS`` at the end).
+is here; each kind's own models are in ``fleetgate.core.kinds.<kind>``, a
+module a kind, so that a function builds the models of the kinds it reads and
+no others (a pydantic model class costs about as much to create as a small
+module to import, and a function starts once per pod).
 
 The XRDs already enforce most of this in the API server; the models repeat
 the shape so that a function never trusts a dict, and so that an XR written
@@ -16,11 +18,10 @@ snake_case. Unknown fields are ignored (Crossplane adds its own under
 """
 
 import functools
-import importlib
 import re
 import types
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -33,99 +34,6 @@ from pydantic.alias_generators import to_camel
 
 from fleetgate.core.constants import CROSSPLANE_FATAL_ERROR
 from fleetgate.core.errors import InputError, describe
-
-if TYPE_CHECKING:
-    from fleetgate.core.kinds.cluster import (
-        Capacity,
-        ClusterCredentials,
-        ClusterGatewaySpec,
-        ClusterPlacement,
-        InferenceCluster,
-        InferenceClusterSpec,
-        KaitoSpec,
-        KubeconfigRef,
-        PlacementMetadata,
-        RedisAddress,
-        StackSpec,
-    )
-    from fleetgate.core.kinds.cluster_status import (
-        ClusterGatewayStatus,
-        InferenceClusterStatus,
-        ProviderConfigRef,
-    )
-    from fleetgate.core.kinds.deployment import (
-        DeploymentPlacement,
-        EndpointTemplate,
-        EngineSpec,
-        EnvVar,
-        GPURequest,
-        ModelDeployment,
-        ModelDeploymentSpec,
-        ModelRef,
-        ProviderSpec,
-        ResourceRequest,
-        TemplateMetadata,
-    )
-    from fleetgate.core.kinds.endpoint import (
-        CredentialRef,
-        EndpointAPI,
-        ModelEndpoint,
-        ModelEndpointSpec,
-    )
-    from fleetgate.core.kinds.gateway import (
-        BufferLimit,
-        Failover,
-        GatewayAuth,
-        GatewayEndpoints,
-        GatewayTLS,
-        InferenceGateway,
-        InferenceGatewaySpec,
-        InferenceGatewayStatus,
-        Limits,
-        Monitoring,
-        ObjectRef,
-        OutlierDetection,
-        RetryOn,
-    )
-    from fleetgate.core.kinds.governance import (
-        ACCESS_CALLERS_MAX,
-        ACCESS_GROUPS_MAX,
-        COST_MAX,
-        COST_SCALES,
-        LIMIT_AMOUNT_MAX,
-        LIMITS_MAX,
-        RESOLVED_CALLERS_MAX,
-        Allowance,
-        CallerLimit,
-        CallerLimits,
-        CallerName,
-        Decimal6,
-        Period,
-        Pricing,
-        ResolvedCallers,
-        ResolvedLimit,
-    )
-    from fleetgate.core.kinds.route import (
-        ROUTE_BACKENDS_MAX,
-        ROUTE_CALLERS_MAX,
-        BackendTLS,
-        DNSLabel,
-        Hostname,
-        ModelRoute,
-        ModelRouteSpec,
-        RouteAccess,
-        RouteBackend,
-        RouteGateway,
-    )
-    from fleetgate.core.kinds.service import (
-        AlertDuration,
-        FailoverAlert,
-        ModelService,
-        ModelServiceSpec,
-        ServiceAccess,
-        ServiceEndpointEntry,
-        Share,
-    )
 
 NAME_MAX = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
@@ -273,176 +181,3 @@ def parse(model: type[C], data: Any, where: str) -> C:
         return model.model_validate(data)
     except ValidationError as err:
         raise InputError(f"invalid {where}: {describe(err)}") from None
-
-
-# Each XR kind's models live in fleetgate.core.kinds.<kind> and are imported
-# from here by name, on first use: a function builds the models of the kinds it
-# reads and no others (a pydantic model class costs about as much to create as
-# a small module to import, and a function starts once per pod).
-# The names this module re-exports from the kinds' modules (for type checkers).
-__all__ = [
-    "ACCESS_CALLERS_MAX",
-    "ACCESS_GROUPS_MAX",
-    "COST_MAX",
-    "COST_SCALES",
-    "LIMITS_MAX",
-    "LIMIT_AMOUNT_MAX",
-    "RESOLVED_CALLERS_MAX",
-    "ROUTE_BACKENDS_MAX",
-    "ROUTE_CALLERS_MAX",
-    "AlertDuration",
-    "Allowance",
-    "BackendTLS",
-    "BufferLimit",
-    "CallerLimit",
-    "CallerLimits",
-    "CallerName",
-    "Capacity",
-    "ClusterCredentials",
-    "ClusterGatewaySpec",
-    "ClusterGatewayStatus",
-    "ClusterPlacement",
-    "CredentialRef",
-    "DNSLabel",
-    "Decimal6",
-    "DeploymentPlacement",
-    "EndpointAPI",
-    "EndpointTemplate",
-    "EngineSpec",
-    "EnvVar",
-    "Failover",
-    "FailoverAlert",
-    "GPURequest",
-    "GatewayAuth",
-    "GatewayEndpoints",
-    "GatewayTLS",
-    "Hostname",
-    "InferenceCluster",
-    "InferenceClusterSpec",
-    "InferenceClusterStatus",
-    "InferenceGateway",
-    "InferenceGatewaySpec",
-    "InferenceGatewayStatus",
-    "KaitoSpec",
-    "KubeconfigRef",
-    "Limits",
-    "ModelDeployment",
-    "ModelDeploymentSpec",
-    "ModelEndpoint",
-    "ModelEndpointSpec",
-    "ModelRef",
-    "ModelRoute",
-    "ModelRouteSpec",
-    "ModelService",
-    "ModelServiceSpec",
-    "Monitoring",
-    "ObjectRef",
-    "OutlierDetection",
-    "Period",
-    "PlacementMetadata",
-    "Pricing",
-    "ProviderConfigRef",
-    "ProviderSpec",
-    "RedisAddress",
-    "ResolvedCallers",
-    "ResolvedLimit",
-    "ResourceRequest",
-    "RetryOn",
-    "RouteAccess",
-    "RouteBackend",
-    "RouteGateway",
-    "ServiceAccess",
-    "ServiceEndpointEntry",
-    "Share",
-    "StackSpec",
-    "TemplateMetadata",
-]
-_KINDS = {
-    "EndpointAPI": "endpoint",
-    "CredentialRef": "endpoint",
-    "ModelEndpointSpec": "endpoint",
-    "ModelEndpoint": "endpoint",
-    "KubeconfigRef": "cluster",
-    "ClusterCredentials": "cluster",
-    "PlacementMetadata": "cluster",
-    "ClusterPlacement": "cluster",
-    "Capacity": "cluster",
-    "ClusterGatewaySpec": "cluster",
-    "RedisAddress": "cluster",
-    "StackSpec": "cluster",
-    "KaitoSpec": "cluster",
-    "InferenceClusterSpec": "cluster",
-    "ProviderConfigRef": "cluster_status",
-    "ClusterGatewayStatus": "cluster_status",
-    "InferenceClusterStatus": "cluster_status",
-    "InferenceCluster": "cluster",
-    "ObjectRef": "gateway",
-    "GatewayTLS": "gateway",
-    "GatewayAuth": "gateway",
-    "RetryOn": "gateway",
-    "OutlierDetection": "gateway",
-    "Failover": "gateway",
-    "BufferLimit": "gateway",
-    "Limits": "gateway",
-    "Monitoring": "gateway",
-    "InferenceGatewaySpec": "gateway",
-    "GatewayEndpoints": "gateway",
-    "InferenceGatewayStatus": "gateway",
-    "InferenceGateway": "gateway",
-    "ServiceEndpointEntry": "service",
-    "Share": "service",
-    "AlertDuration": "service",
-    "FailoverAlert": "service",
-    "CallerName": "governance",
-    "LIMITS_MAX": "governance",
-    "LIMIT_AMOUNT_MAX": "governance",
-    "Period": "governance",
-    "Decimal6": "governance",
-    "COST_SCALES": "governance",
-    "COST_MAX": "governance",
-    "Allowance": "governance",
-    "CallerLimit": "governance",
-    "CallerLimits": "governance",
-    "RESOLVED_CALLERS_MAX": "governance",
-    "ResolvedCallers": "governance",
-    "ResolvedLimit": "governance",
-    "Pricing": "governance",
-    "ACCESS_CALLERS_MAX": "governance",
-    "ACCESS_GROUPS_MAX": "governance",
-    "ServiceAccess": "service",
-    "ModelServiceSpec": "service",
-    "ModelService": "service",
-    "ROUTE_BACKENDS_MAX": "route",
-    "ROUTE_CALLERS_MAX": "route",
-    "RouteAccess": "route",
-    "DNSLabel": "route",
-    "Hostname": "route",
-    "BackendTLS": "route",
-    "RouteGateway": "route",
-    "RouteBackend": "route",
-    "ModelRouteSpec": "route",
-    "ModelRoute": "route",
-    "EnvVar": "deployment",
-    "ModelRef": "deployment",
-    "EngineSpec": "deployment",
-    "ProviderSpec": "deployment",
-    "GPURequest": "deployment",
-    "ResourceRequest": "deployment",
-    "DeploymentPlacement": "deployment",
-    "TemplateMetadata": "deployment",
-    "EndpointTemplate": "deployment",
-    "ModelDeploymentSpec": "deployment",
-    "ModelDeployment": "deployment",
-}
-
-
-if not TYPE_CHECKING:  # type checkers see the imports above; a misspelt name stays an error
-
-    def __getattr__(name: str) -> Any:
-        """``from fleetgate.core.models import InferenceCluster``: its kind, imported now."""
-        kind = _KINDS.get(name)
-        if kind is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"fleetgate.core.kinds.{kind}"), name)
-        globals()[name] = value
-        return value

@@ -11,7 +11,8 @@ from typing import Annotated, Final, NamedTuple
 from pydantic import Field
 
 from fleetgate.core.constants import LABEL_CLUSTER, SYSTEM_NAMESPACE
-from fleetgate.core.models import InferenceCluster, Model, ObjectMeta
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.models import Model, ObjectMeta
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname, dns_label, object_name
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import Observed

@@ -21,7 +21,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import InferenceCluster
+from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.names import CLUSTER_GATEWAY
 from fleetgate.core.observed import configmap_value, explanation
 from fleetgate.core.ordering import compose_after

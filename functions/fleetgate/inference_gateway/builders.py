@@ -21,8 +21,8 @@ from fleetgate.core.constants import (
     TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.governance import rate_limit_rules, refusals
+from fleetgate.core.kinds.gateway import Failover, Limits
 from fleetgate.core.kinds.governance import ResolvedLimit
-from fleetgate.core.models import Failover, Limits
 from fleetgate.core.objects import Manifest
 from fleetgate.inference_gateway.naming import GatewayNames
 

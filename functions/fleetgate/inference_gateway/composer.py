@@ -15,7 +15,8 @@ Three independent parts, each gated only on what it needs:
 from typing import Any, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.models import InferenceCluster, InferenceGateway
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.observed import configmap_value
 from fleetgate.core.pki import BUNDLE_KEY

@@ -10,8 +10,9 @@ from typing import Final, NamedTuple
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import limit_groups, require_groups, resolve_limits
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.kinds.governance import ResolvedLimit
-from fleetgate.core.models import InferenceCluster, InferenceGateway
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.verdict import Verdict
 from fleetgate.inference_gateway.resolution import Peer

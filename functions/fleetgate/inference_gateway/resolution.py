@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, Final, Literal, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.models import InferenceCluster
+from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.objects import Manifest
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.inference_gateway.naming import GatewayNames

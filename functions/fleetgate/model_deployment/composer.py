@@ -34,7 +34,8 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import InferenceCluster, ModelDeployment
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.kinds.deployment import ModelDeployment
 from fleetgate.core.objects import remote_object
 from fleetgate.core.observed import Observed
 from fleetgate.core.reconcile import Reconcile, Selector, dump

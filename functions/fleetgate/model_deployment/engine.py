@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import EngineSpec, EngineType, EnvVar
+from fleetgate.core.kinds.deployment import EngineSpec, EnvVar
+from fleetgate.core.models import EngineType
 from fleetgate.model_deployment.providers.base import EngineRun
 
 SERVED_MODEL_REF = f"$({SERVED_MODEL_ENV})"

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from fleetgate.core import times
 from fleetgate.core.constants import CLUSTER_CANNOT_CONNECT
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import InferenceCluster
+from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.model_deployment.placement import JOINING, ClusterView
 
 

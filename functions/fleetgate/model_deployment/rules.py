@@ -25,7 +25,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from fleetgate.core.models import EngineType, ModelDeploymentSpec
+from fleetgate.core.kinds.deployment import ModelDeploymentSpec
+from fleetgate.core.models import EngineType
 from fleetgate.core.reconcile import bounded
 
 ERROR_MAX = 300

@@ -20,7 +20,8 @@ When nothing qualifies, the reason lists why each provider was excluded.
 
 from typing import NamedTuple, TypeVar
 
-from fleetgate.core.models import EngineType, ModelDeploymentSpec, ServingProvider
+from fleetgate.core.kinds.deployment import ModelDeploymentSpec
+from fleetgate.core.models import EngineType, ServingProvider
 from fleetgate.core.reconcile import bounded
 from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules

@@ -11,7 +11,7 @@ back, which it does exactly while EndpointReady is False. So it never says
 READY_TRUE either (``Reconcile.allow_ready``), and Ready follows EndpointReady.
 """
 
-from fleetgate.core.models import ModelEndpoint
+from fleetgate.core.kinds.endpoint import ModelEndpoint
 from fleetgate.core.reconcile import Reconcile, Selector
 
 CONDITION = "EndpointReady"

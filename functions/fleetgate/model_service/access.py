@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from fleetgate.core.governance import limit_groups, resolve_callers, resolve_limits
 from fleetgate.core.kinds.governance import ResolvedLimit
-from fleetgate.core.models import ServiceAccess
+from fleetgate.core.kinds.service import ServiceAccess
 from fleetgate.core.secrets import SecretKeys
 
 CONDITION = "AccessResolved"

@@ -22,13 +22,9 @@ from fleetgate.core.constants import (
 )
 from fleetgate.core.governance import llm_request_costs, rate_limit_rules, refusals
 from fleetgate.core.kinds.governance import ResolvedLimit
-from fleetgate.core.models import (
-    FailoverAlert,
-    RouteAccess,
-    RouteBackend,
-    RouteGateway,
-    SecretKeyRef,
-)
+from fleetgate.core.kinds.route import RouteAccess, RouteBackend, RouteGateway
+from fleetgate.core.kinds.service import FailoverAlert
+from fleetgate.core.models import SecretKeyRef
 from fleetgate.core.names import gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch

@@ -14,7 +14,8 @@ from typing import Any, Final
 
 from fleetgate.core import metrics
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.models import FailoverAlert, RouteBackend
+from fleetgate.core.kinds.route import RouteBackend
+from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.objects import Manifest
 from fleetgate.model_service.naming import Service, ai_gateway_route_name
 

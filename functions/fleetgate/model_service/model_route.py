@@ -11,7 +11,7 @@ ModelService to read back.
 from typing import Any
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.models import ModelRoute
+from fleetgate.core.kinds.route import ModelRoute
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from fleetgate.core.constants import API_VERSION, HTTPS_LISTENER, LABEL_PREFIX
-from fleetgate.core.models import BackendTLS, FailoverAlert
+from fleetgate.core.kinds.route import BackendTLS
+from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.names import fleet_gateway, label_value
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import dig, explanation

@@ -13,20 +13,13 @@ from typing import Final, NamedTuple
 from pydantic import Field
 
 from fleetgate.core.constants import LABEL_CLUSTER
+from fleetgate.core.kinds.cluster_status import ClusterGatewayStatus, ProviderConfigRef
+from fleetgate.core.kinds.endpoint import CredentialRef, ModelEndpoint
+from fleetgate.core.kinds.gateway import Failover, InferenceGateway
 from fleetgate.core.kinds.governance import Pricing
-from fleetgate.core.models import (
-    ROUTE_BACKENDS_MAX,
-    ClusterGatewayStatus,
-    Composite,
-    Condition,
-    CredentialRef,
-    Failover,
-    InferenceGateway,
-    Model,
-    ModelEndpoint,
-    ProviderConfigRef,
-    ServiceEndpointEntry,
-)
+from fleetgate.core.kinds.route import ROUTE_BACKENDS_MAX
+from fleetgate.core.kinds.service import ServiceEndpointEntry
+from fleetgate.core.models import Composite, Condition, Model
 from fleetgate.core.secrets import SecretKeys
 from fleetgate.model_service.origin import Origin, OriginError, parse_origin
 from fleetgate.model_service.weights import renumber, tier_weights

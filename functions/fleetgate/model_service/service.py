@@ -15,7 +15,8 @@ from typing import NamedTuple
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import require_groups
-from fleetgate.core.models import FailoverAlert, InferenceGateway, ModelService
+from fleetgate.core.kinds.gateway import InferenceGateway
+from fleetgate.core.kinds.service import FailoverAlert, ModelService
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys

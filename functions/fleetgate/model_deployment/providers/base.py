@@ -18,7 +18,8 @@ from typing import Any, Literal, NamedTuple, Protocol
 from pydantic import BaseModel
 
 from fleetgate.core import names
-from fleetgate.core.models import EngineType, InferenceCluster, ServingProvider
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.models import EngineType, ServingProvider
 from fleetgate.core.observed import Observed
 
 Manifest = dict[str, Any]

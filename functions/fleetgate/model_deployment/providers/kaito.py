@@ -67,7 +67,8 @@ from typing import Annotated, Any, NamedTuple, Self
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from fleetgate.core import names
-from fleetgate.core.models import InferenceCluster, ServingProvider
+from fleetgate.core.kinds.cluster import InferenceCluster
+from fleetgate.core.models import ServingProvider
 from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import engine as engines
 from fleetgate.model_deployment import naming
