@@ -19,6 +19,7 @@ exponent is about that dimension alone:
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import get_args
 
 from bench.world import (
     NAMESPACE,
@@ -34,6 +35,7 @@ from bench.world import (
     third_party_endpoint,
 )
 from fleetgate.core.constants import API_VERSION, SERVED_MODEL_ENV
+from fleetgate.core.models import ServingProvider
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def cluster(gateways: int) -> Workload:
             "credentials": {"secretRef": {"name": "cluster-000-kubeconfig"}},
             "placement": {"metadata": {"labels": {f"label-{i:02d}": "x" for i in range(16)}}},
             "capacity": {"gpus": 64, "gpuType": "nvidia-h100"},
-            "providers": ["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"],
+            "providers": list(get_args(ServingProvider)),  # every one
             "stack": {"install": True},
         },
     }

@@ -20,10 +20,36 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from e2e import pki
+from e2e import pki, xrds
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from tests.hardening.harness import Obj, secret, walk, xr
+
+# --- what the XRDs allow ---------------------------------------------------------------
+# Enums and bounds are read from the XRDs (``e2e/xrds``), not spelt again here: a value
+# the API changes is generated at its new limit without an edit here.
+IC, IG, MS, ME, MD = (
+    "InferenceCluster",
+    "InferenceGateway",
+    "ModelService",
+    "ModelEndpoint",
+    "ModelDeployment",
+)
+_EJECT_AFTER = "spec.failover.outlierDetection.consecutive5xxErrors"
+_BOUNDS = ("maximum", "maxLength", "maxItems", "maxProperties")
+
+
+def allowed(kind: str, path: str) -> st.SearchStrategy[Any]:
+    """Each value the XRD's enum at ``path`` (an ``e2e.xrds.walk`` path) allows."""
+    return st.sampled_from(xrds.field(kind, path)["enum"])
+
+
+def limit(kind: str, path: str) -> int:
+    """The XRD's upper bound at ``path``: a number's maximum, a string's, list's or map's
+    size."""
+    field = xrds.field(kind, path)
+    return int(next(field[b] for b in _BOUNDS if b in field))
+
 
 # --- names and labels ----------------------------------------------------------------
 
@@ -149,14 +175,18 @@ def cluster(draw: st.DrawFn, name: str) -> tuple[Obj, list[Obj]]:
     optional: dict[str, st.SearchStrategy[Any]] = {
         "placement": st.builds(lambda ls: {"metadata": {"labels": ls}}, labels()),
         "capacity": st.fixed_dictionaries(
-            {"gpus": st.sampled_from([8, 0, 1, 100000])},
-            optional={"gpuType": st.sampled_from(["nvidia-h100", "g" * 63])},
+            {"gpus": st.sampled_from([8, 0, 1, limit(IC, "spec.capacity.gpus")])},
+            optional={
+                "gpuType": st.sampled_from(
+                    ["nvidia-h100", "g" * limit(IC, "spec.capacity.gpuType")]
+                )
+            },
         ),
         "providers": st.just(["Direct", "LLMD"])
         | st.lists(
-            st.sampled_from(["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]),
+            allowed(IC, "spec.providers[]"),
             min_size=1,
-            max_size=5,
+            max_size=limit(IC, "spec.providers"),
             unique=True,
         ),
         "gateway": st.builds(lambda n: {"className": n}, object_name()),
@@ -243,17 +273,21 @@ def gateway(draw: st.DrawFn, name: str, cluster_names: list[str]) -> tuple[Obj, 
             st.fixed_dictionaries(
                 {},
                 optional={
-                    "retries": st.integers(0, 16),
+                    "retries": st.integers(0, limit(IG, "spec.failover.retries")),
                     "retryOn": st.builds(
                         lambda codes: {"httpStatusCodes": codes},
-                        st.lists(st.integers(100, 599), max_size=16, unique=True),
+                        st.lists(
+                            st.integers(100, 599),
+                            max_size=limit(IG, "spec.failover.retryOn.httpStatusCodes"),
+                            unique=True,
+                        ),
                     ),
                     "requestTimeout": DURATIONS,
                     "streamIdleTimeout": DURATIONS,
                     "outlierDetection": st.fixed_dictionaries(
                         {},
                         optional={
-                            "consecutive5xxErrors": st.integers(1, 1000),
+                            "consecutive5xxErrors": st.integers(1, limit(IG, _EJECT_AFTER)),
                             "baseEjectionTime": DURATIONS,
                         },
                     ),
@@ -299,13 +333,13 @@ def endpoint(
             st.fixed_dictionaries(
                 {},
                 optional={
-                    "schema": st.sampled_from(["OpenAI", "Anthropic"]),
+                    "schema": allowed(ME, "spec.api.schema"),
                     "prefix": st.sampled_from(["/v1", "/", f"/{namespace}/{name}/v1", "/é/ü"]),
                 },
             )
         )
     if draw(st.booleans()):
-        spec["model"] = draw(free_text(512))
+        spec["model"] = draw(free_text(limit(ME, "spec.model")))
     if draw(st.booleans()):
         key = draw(st.sampled_from(["apiKey", "token", "k.e-y_1"]))
         spec["credentialRef"] = {"name": draw(object_name()), "key": key}
@@ -339,12 +373,12 @@ def service(draw: st.DrawFn, name: str, namespace: str, endpoint_labels: list[di
             st.fixed_dictionaries(
                 {"selector": st.builds(lambda ls: {"matchLabels": ls}, st.sampled_from(selectors))},
                 optional={
-                    "weight": st.sampled_from([1, 2, 1000000]),
-                    "priority": st.sampled_from([0, 1, 63]),
+                    "weight": st.sampled_from([1, 2, limit(MS, "spec.endpoints[].weight")]),
+                    "priority": st.sampled_from([0, 1, limit(MS, "spec.endpoints[].priority")]),
                 },
             ),
             min_size=1,
-            max_size=32,
+            max_size=limit(MS, "spec.endpoints"),
         )
     )
     obj = xr("ModelService", name, {"endpoints": entries}, namespace=namespace)
@@ -367,7 +401,7 @@ RUNNABLE = [
 
 @st.composite
 def deployment(draw: st.DrawFn, name: str, namespace: str) -> Obj:
-    spec: Obj = {"model": {"name": draw(free_text(253))}}
+    spec: Obj = {"model": {"name": draw(free_text(limit(MD, "spec.model.name")))}}
     if draw(mostly()):
         engine, provider, gpus = draw(st.sampled_from(RUNNABLE))
         spec["engine"] = {
@@ -383,8 +417,10 @@ def deployment(draw: st.DrawFn, name: str, namespace: str) -> Obj:
         "engine": st.fixed_dictionaries(
             {},
             optional={
-                "type": st.sampled_from(["vllm", "sglang", "trtllm", "llamacpp"]),
-                "image": st.sampled_from(["vllm/vllm-openai:v0.11.0", "i" * 1024]),
+                "type": allowed(MD, "spec.engine.type"),
+                "image": st.sampled_from(
+                    ["vllm/vllm-openai:v0.11.0", "i" * limit(MD, "spec.engine.image")]
+                ),
                 "args": st.lists(
                     st.sampled_from(["--served-model-name", "$(FLEETGATE_SERVED_MODEL_NAME)"])
                     | free_text(64),
@@ -400,12 +436,13 @@ def deployment(draw: st.DrawFn, name: str, namespace: str) -> Obj:
                 ),
             },
         ),
-        "provider": st.fixed_dictionaries(
-            {}, optional={"name": st.sampled_from(["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"])}
+        "provider": st.fixed_dictionaries({}, optional={"name": allowed(MD, "spec.provider.name")}),
+        "resources": st.builds(
+            lambda n: {"gpu": {"count": n}},
+            st.sampled_from([0, 1, 2, limit(MD, "spec.resources.gpu.count")]),
         ),
-        "resources": st.builds(lambda n: {"gpu": {"count": n}}, st.sampled_from([0, 1, 2, 64])),
-        "servingMode": st.sampled_from(["Aggregated", "Disaggregated"]),
-        "replicas": st.sampled_from([0, 1, 2, 5, 1024]),
+        "servingMode": allowed(MD, "spec.servingMode"),
+        "replicas": st.sampled_from([0, 1, 2, 5, limit(MD, "spec.replicas")]),
         "placement": st.builds(
             lambda ls: {"clusterSelector": {"matchLabels": ls}}, labels(max_size=2)
         ),
