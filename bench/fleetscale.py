@@ -8,6 +8,8 @@ Per size:
 - seconds from applying the fleet until every XR is Synced and Ready, every service
   routed (``fleet.converge``, as ``make e2e`` judges it);
 - seconds from adding one ModelService to the settled fleet until it, too, converged;
+- the function calls each of those cost (Crossplane's own count, e2e/controlplane/calls.py):
+  per XR for the whole fleet, in all for the one service;
 - over a settled window longer than the settled TTL: function calls per minute
   (Crossplane's own count, e2e/controlplane/calls.py) and CPU seconds per minute of
   each component (``/proc/<pid>/stat``, user + system);
@@ -123,14 +125,27 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 print(f"  {name}: {value}", flush=True)
             figures.update(found)
 
-        start = time.monotonic()
+        start, called = time.monotonic(), _calls(st)
         _apply(st.cp, docs, STATE / "fleet")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
-        record({"seconds from apply to every service routed": _since(start)})
-        start = time.monotonic()
+        xr_count = sum(1 for _ in fleet.xrs(st.cp))
+        record(
+            {
+                "seconds from apply to every service routed": _since(start),
+                "function calls per XR from apply to routed": round(
+                    (_calls(st) - called) / xr_count, 1
+                ),
+            }
+        )
+        start, called = time.monotonic(), _calls(st)
         _apply(st.cp, [fleetgen.service(size.services, size)], STATE / "one-more")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
-        record({"seconds from one new service to routed": _since(start)})
+        record(
+            {
+                "seconds from one new service to routed": _since(start),
+                "function calls from one new service to routed": _calls(st) - called,
+            }
+        )
 
         cpu_before = _cpu_seconds(sup)
         record(calls.settled(st.cp, st.crossplane.metrics_port, window_s))
@@ -147,6 +162,12 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
         record({k: round(v, 1) for k, v in _storage(st.cp).items()})
         record({"Objects on the control plane": len(st.cp.admin.list(*fleet.OBJECT))})
         return figures
+
+
+def _calls(st: stack.Stack) -> int:
+    """Every function call Crossplane has made so far (its own counter): what converging
+    costs, beside how long it takes."""
+    return round(sum(calls.scrape(st.crossplane.metrics_port).values()))
 
 
 def _since(start: float) -> float:
