@@ -19,6 +19,7 @@ Per size:
 """
 
 import argparse
+import fcntl
 import json
 import os
 import subprocess
@@ -36,6 +37,9 @@ from fleetgate.core import pacing
 
 REPO = Path(__file__).resolve().parent.parent
 STATE = REPO / ".cache" / "bench-fleet"
+# Held while a run lasts: each size starts by deleting STATE, which would pull the
+# certificates and data from under another run's control plane in the same checkout.
+LOCK = REPO / ".cache" / "bench-fleet.lock"
 RESULTS = REPO / "bench" / "results" / "fleet.json"
 WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 1800.0
@@ -185,6 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    held = LOCK.open("w")  # released when the process exits, however it exits
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(
+            "another make bench-fleet is running in this checkout; wait for it, or stop it",
+            file=sys.stderr,
+        )
+        return 1
     processes.isolate()
     results: dict[str, Any] = {"machine": machine.describe(), "sizes": []}
     for services in args.services:
