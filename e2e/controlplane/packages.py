@@ -177,7 +177,7 @@ def install(cp: Cluster, registry: str) -> None:
     version = json.loads((DIST / "packages.json").read_text())["version"]
     cp.admin.apply(
         {
-            "apiVersion": "pkg.crossplane.io/v1",
+            "apiVersion": PKG_API,
             "kind": "Configuration",
             "metadata": {"name": CONFIGURATION},
             "spec": {"package": f"{UPSTREAM}/fleetgate/{CONFIGURATION}:{version}"},
@@ -226,7 +226,7 @@ def wait_healthy(cp: Cluster, timeout: float) -> None:
         packages = [
             p
             for kind in ("Configuration", "Provider", "Function")
-            for p in cp.admin.list("pkg.crossplane.io/v1", kind)
+            for p in cp.admin.list(PKG_API, kind)
         ]
         return len(packages) == 1 + len(dependency_versions()) and all(
             is_true(p, "Installed")
