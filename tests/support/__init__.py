@@ -1,6 +1,7 @@
 """Builders for RunFunctionRequests and readers of responses, shared by the tests."""
 
 import base64
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +46,23 @@ def request(
 
 @dataclass
 class Outcome:
-    """A response, read back as plain data."""
+    """A response, read back as plain data; with the request it answered, when known."""
 
     rsp: fnv1.RunFunctionResponse
+    req: fnv1.RunFunctionRequest | None = None
+
+    @property
+    def secrets(self) -> list[dict[str, Any]]:
+        """The Secrets the function was handed as required resources: those the control
+        plane holds, as far as this call knows."""
+        if self.req is None:
+            return []
+        found = (
+            resource.struct_to_dict(item.resource)
+            for resolved in self.req.required_resources.values()
+            for item in resolved.items
+        )
+        return [obj for obj in found if obj.get("kind") == "Secret"]
 
     @property
     def conditions(self) -> dict[str, tuple[str, str, str]]:
@@ -92,7 +107,7 @@ class Outcome:
 def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
     """One call of ``compose``; whatever it answers, it never declares the XR ready
     itself (``Reconcile.allow_ready`` says why)."""
-    out = Outcome(run_composer(compose, req))
+    out = Outcome(run_composer(compose, req), req)
     assert out.rsp.desired.composite.ready != fnv1.READY_TRUE, "READY_TRUE for the XR"
     return out
 
@@ -101,6 +116,42 @@ def run_example(example: Example) -> Outcome:
     """One reconcile of an example's XR as Crossplane would run it
     (``emulation.reconcile_example``), every answer checked as ``run`` checks it."""
     return Outcome(emulation.reconcile_example(example, lambda fn, req: run(fn, req).rsp))
+
+
+# The workload clusters' controllers (e2e.emulation), one for the run: the same Bundle
+# holds the same CA in every test.
+CONTROLLERS = emulation.World(load_balancers={})
+
+
+def next_pass(
+    desired: dict[str, dict[str, Any]],
+    *,
+    owner: str,
+    answers: dict[str, dict[str, Any]] | None = None,
+    not_ready: Iterable[str] = (),
+    previous: dict[str, dict[str, Any]] | None = None,
+    control_plane: Iterable[dict[str, Any]] = (),
+) -> dict[str, dict[str, Any]]:
+    """A pass's desired resources as Crossplane observes them on the next pass.
+
+    Each is applied and its cluster's controllers act (``e2e.emulation.World``),
+    a test's own controllers' ``answers`` merged over what they wrote (by
+    resource); each is Ready as its own readiness policy derives it from that,
+    unless ``not_ready`` lists it (its provider has not reported it yet). An
+    Object's references are filled from the ``control_plane``'s Secrets. What
+    ``previous`` holds that is no longer desired is still there.
+    """
+    observed = CONTROLLERS.observe(
+        desired,
+        owner=owner,
+        answers=answers,
+        creating=set(not_ready),
+        previous=previous,
+        control_plane=control_plane,
+    )
+    for name, obj in (previous or {}).items():
+        observed.setdefault(name, obj)
+    return observed
 
 
 def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:

@@ -12,15 +12,12 @@ from typing import Any
 
 from e2e import emulation, pki
 from fleetgate.inference_cluster.composer import compose
-from tests.support import Outcome, request, run
+from tests.support import Outcome, next_pass, request, run
 
 CLUSTER = "eu-west"
 ADDRESS = "203.0.113.10"
 KUBECONFIG = "eu-west-kubeconfig"
 Resources = dict[str, dict[str, Any]]
-# The cluster's controllers (e2e.emulation), one for the run: the same Bundle holds
-# the same CA in every test.
-CLUSTERS = emulation.World(load_balancers={})
 
 
 @cache
@@ -78,16 +75,15 @@ def observe(
     ready: Callable[[str], bool] = lambda _: True,
     previous: Resources | None = None,
 ) -> Resources:
-    """Desired resources as Crossplane observes them once the providers acted: the
-    cluster's controllers answering what ``remote`` says (by resource), Ready as
-    each readiness policy derives it unless ``ready`` says a resource is not yet;
-    what ``previous`` holds that is no longer desired is still there."""
-    observed = CLUSTERS.observe(
-        desired, owner=CLUSTER, answers=remote, creating={n for n in desired if not ready(n)}
+    """``tests.support.next_pass`` for the cluster: ``remote`` what its controllers wrote
+    over what they would by default, not Ready what ``ready`` says is not yet."""
+    return next_pass(
+        desired,
+        owner=CLUSTER,
+        answers=remote,
+        not_ready=[n for n in desired if not ready(n)],
+        previous=previous,
     )
-    for name, obj in (previous or {}).items():
-        observed.setdefault(name, obj)
-    return observed
 
 
 def settle(

@@ -6,7 +6,6 @@ and TLS Secrets); ``echo`` turns a pass's desired resources into the observed
 resources of the next pass, the way Crossplane and provider-kubernetes would.
 """
 
-import copy
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 from e2e import emulation, pki
 from fleetgate.core import names
 from fleetgate.inference_gateway.composer import compose
-from tests.support import Outcome, request, run, secret
+from tests.support import Outcome, next_pass, request, run, secret
 
 NS = "fleetgate-system"
 GATEWAY = "public"
@@ -25,6 +24,7 @@ ALICE_KEY = "sk-alice-0123456789abcdef"
 BOB_KEY = "sk-bob-fedcba9876543210"
 TLS_KEY = "-----BEGIN PRIVATE KEY-----tls-private-key"
 Obj = dict[str, Any]
+MAX_PASSES = 12
 
 
 @cache
@@ -128,8 +128,16 @@ class Fleet:
         return run(compose, request(self.gateway, required=self.required(), observed=observed))
 
     def settled(self) -> Outcome:
-        """The second pass: everything the first composed is Ready, so all of it is composed."""
-        return self.run(echo(self.run()))
+        """The gateway at rest: passes, each observing the last one's desired resources as
+        Crossplane would (``echo``), until they stop changing."""
+        passes: list[Outcome] = []
+
+        def run_pass(_: int) -> str:
+            passes.append(self.run(echo(passes[-1]) if passes else None))
+            return emulation.fingerprint(passes[-1].desired)
+
+        emulation.until_settled(run_pass, "", max_passes=MAX_PASSES, what="the gateway")
+        return passes[-1]
 
 
 def fleet(*, full: bool = False, clusters: list[Obj] | None = None, **spec: Any) -> Fleet:
@@ -157,18 +165,38 @@ def kinds(out: Outcome) -> dict[str, str]:
     return {key: manifest(obj)["kind"] for key, obj in sorted(out.desired.items())}
 
 
-# What the cluster's controllers add to the objects they run, by desired key.
+# What the cluster's controllers add to the objects they run, by desired key, for the
+# generation the remote object is at (each readiness query judges it against it).
 PROGRAMMED = {
     "status": {
         "addresses": [{"type": "IPAddress", "value": "198.51.100.7"}],
-        "conditions": [{"type": "Programmed", "status": "True", "reason": "Programmed"}],
+        "conditions": [
+            {
+                "type": "Programmed",
+                "status": "True",
+                "reason": "Programmed",
+                "observedGeneration": emulation.GENERATION,
+            }
+        ],
     }
 }
 
 
+# An address from the load balancer, no condition yet: not programmed.
+ADDRESSED = {"status": {"addresses": PROGRAMMED["status"]["addresses"], "conditions": []}}
+# Nothing written yet by the object's controller (a merge patch: null removes).
+UNREPORTED: Obj = {"status": None}
+
+
 def accepted(status: str = "True", reason: str = "Accepted", message: str = "") -> Obj:
     """A Gateway API policy's status, as Envoy Gateway reports it per ancestor."""
-    condition = {"type": "Accepted", "status": status, "reason": reason, "message": message}
+    condition = {
+        "type": "Accepted",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": emulation.GENERATION,
+    }
     return {
         "status": {
             "ancestors": [
@@ -189,17 +217,15 @@ def echo(
     not_ready: tuple[str, ...] = (),
     previous: dict[str, Obj] | None = None,
 ) -> dict[str, Obj]:
-    """A pass's desired resources as Crossplane observes them on the next pass.
-
-    Each Object gets a generated name, Ready (unless listed in ``not_ready``)
-    and Synced conditions, and ``status.atProvider.manifest``: the manifest as
-    applied, with ``remote`` additions (what controllers on the cluster wrote).
-    """
-    observed = copy.deepcopy(previous or {})
-    for key, desired in out.desired.items():
-        obj = copy.deepcopy(desired)
-        obj["metadata"]["name"] = f"{GATEWAY}-{names.digest(key, 5)}"
-        on_cluster = {**manifest(obj), **(remote or {}).get(key, {})}
-        ready = key not in not_ready
-        observed[key] = emulation.applied(obj, remote=on_cluster, ready=ready, reason="Available")
-    return observed
+    """A pass's desired resources as Crossplane observes them on the next pass
+    (``tests.support.next_pass``): ``remote`` is what the cluster's controllers wrote
+    over what they would by default, ``not_ready`` what the provider has not reported;
+    Secret copies are filled from the Secrets the pass was handed."""
+    return next_pass(
+        out.desired,
+        owner=GATEWAY,
+        answers=remote,
+        not_ready=not_ready,
+        previous=previous,
+        control_plane=out.secrets,
+    )

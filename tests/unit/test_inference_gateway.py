@@ -495,7 +495,7 @@ def test_duplicate_caller_identity_uses_the_first_secret_and_warns() -> None:
     teams = fleet(full=True).with_(
         callers=[callers("team-b", {"alice": "sk-other"}), callers("team-a")]
     )
-    out = teams.run(echo(teams.run()))
+    out = teams.settled()
     secret_key = "caller-keys"
     sources = {
         r["patchesFrom"]["fieldPath"]: r["patchesFrom"]["name"]

@@ -5,6 +5,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from fleetgate.core import names
 from tests.support.inference_gateway import (
+    ADDRESSED,
     ALICE_KEY,
     BOB_KEY,
     FULL_SPEC,
@@ -12,6 +13,7 @@ from tests.support.inference_gateway import (
     HOME,
     NS,
     PROGRAMMED,
+    UNREPORTED,
     Obj,
     accepted,
     ca_pem,
@@ -55,7 +57,7 @@ def test_walk_from_nothing_to_serving_with_the_client_ca_published() -> None:
     # programmed yet.
     remote = {
         "client-ca-configmap": published_ca(CLIENT_CA),
-        "gateway": {"status": {"addresses": PROGRAMMED["status"]["addresses"]}},
+        "gateway": ADDRESSED,
     }
     out = full.run(echo(out, remote=remote))
     assert out.conditions["GatewayReady"][:2] == ("False", "WaitingForGateway")
@@ -106,13 +108,13 @@ READINESS_CASES: list[tuple[str, dict[str, Obj], str, str]] = [
     # name, what the cluster reports, GatewayReady status, reason
     (
         "address alone is not readiness",
-        {"gateway": {"status": {"addresses": [{"value": "198.51.100.7"}]}}},
+        {"gateway": ADDRESSED},
         "False",
         "WaitingForGateway",
     ),
     (
         "programmed, policy not yet looked at",
-        {"gateway": PROGRAMMED},
+        {"gateway": PROGRAMMED, "caller-auth": UNREPORTED},
         "False",
         "WaitingForCallerAuth",
     ),
