@@ -1,7 +1,7 @@
 """Builders for RunFunctionRequests and readers of responses, shared by the tests."""
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,3 +163,27 @@ def secret(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
         "type": "Opaque",
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
     }
+
+
+def settle(
+    answer: Callable[[dict[str, dict[str, Any]] | None], Outcome],
+    observe: Callable[[Outcome], dict[str, dict[str, Any]]],
+    *,
+    observed: dict[str, dict[str, Any]] | None = None,
+    what: str,
+    max_passes: int = 20,
+) -> list[Outcome]:
+    """One XR reconciled until it rests: each pass ``answer``s with what the last pass left
+    ``observe``d (``observed`` before the first), until the desired resources stop
+    changing (``emulation.until_settled``). Every pass's outcome, in order."""
+    outcomes: list[Outcome] = []
+    seen = observed
+
+    def run_pass(_: int) -> str:
+        nonlocal seen
+        outcomes.append(answer(seen))
+        seen = observe(outcomes[-1])
+        return emulation.fingerprint(outcomes[-1].desired)
+
+    emulation.until_settled(run_pass, "", max_passes=max_passes, what=what)
+    return outcomes

@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from e2e import emulation, pki
+from e2e import pki
 from fleetgate.inference_cluster.composer import compose
+from tests import support
 from tests.support import Outcome, next_pass, request, run
 
 CLUSTER = "eu-west"
@@ -99,19 +100,19 @@ def settle(
     Not merely the keys: a Helm upgrade (a release gaining values) changes an
     existing resource.
     """
-    outcomes: list[Outcome] = []
-    seen: Resources = observed or {}
 
-    def run_pass(_: int) -> str:
-        nonlocal seen
-        out = run(compose, request(xr, required=required, observed=seen))
-        outcomes.append(out)
+    def answer(seen: Resources | None) -> Outcome:
+        out = run(compose, request(xr, required=required, observed=seen or {}))
         assert out.fatal == [], out.fatal
-        seen = observe(out.desired, remote=remote)
-        return emulation.fingerprint(out.desired)
+        return out
 
-    emulation.until_settled(run_pass, "", max_passes=max_passes, what="the cluster")
-    return outcomes
+    return support.settle(
+        answer,
+        lambda out: observe(out.desired, remote=remote),
+        observed=observed,
+        what="the cluster",
+        max_passes=max_passes,
+    )
 
 
 def gateways(*names: str, unpublished: tuple[str, ...] = ()) -> dict[str, list[dict[str, Any]]]:

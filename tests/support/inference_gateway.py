@@ -13,7 +13,7 @@ from typing import Any
 from e2e import emulation, pki
 from fleetgate.core import names
 from fleetgate.inference_gateway.composer import compose
-from tests.support import Outcome, next_pass, request, run, secret
+from tests.support import Outcome, next_pass, request, run, secret, settle
 
 NS = "fleetgate-system"
 GATEWAY = "public"
@@ -130,14 +130,7 @@ class Fleet:
     def settled(self) -> Outcome:
         """The gateway at rest: passes, each observing the last one's desired resources as
         Crossplane would (``echo``), until they stop changing."""
-        passes: list[Outcome] = []
-
-        def run_pass(_: int) -> str:
-            passes.append(self.run(echo(passes[-1]) if passes else None))
-            return emulation.fingerprint(passes[-1].desired)
-
-        emulation.until_settled(run_pass, "", max_passes=MAX_PASSES, what="the gateway")
-        return passes[-1]
+        return settle(self.run, echo, what="the gateway", max_passes=MAX_PASSES)[-1]
 
 
 def fleet(*, full: bool = False, clusters: list[Obj] | None = None, **spec: Any) -> Fleet:
