@@ -23,6 +23,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from bench.world import CREATED, Obj, Pool
 from e2e import emulation
 from e2e.emulation import (
+    STATUS_NAMES,
     Function,
     NotSettledError,
     World,
@@ -32,7 +33,6 @@ from e2e.emulation import (
     until_settled,
 )
 from fleetgate.core.runner import run_composer
-from tests.support import STATUS_NAMES, request
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
@@ -69,9 +69,9 @@ class Reconciler:
         passes: list[Settled] = []
 
         def run_pass(number: int) -> str:
-            req = request(at["xr"], required=at["required"], observed=at["observed"])
-            if function.input is not None:
-                req.input.update(function.input)
+            req = emulation.request(
+                at["xr"], required=at["required"], observed=at["observed"], input=function.input
+            )
             rsp = run_composer(function.compose, req)
             fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
             if fatal:

@@ -28,20 +28,10 @@ def request(
     required: dict[str, list[dict[str, Any]]] | None = None,
     observed: dict[str, dict[str, Any]] | None = None,
 ) -> fnv1.RunFunctionRequest:
-    """A request as Crossplane sends it: the XR, required and observed resources.
-
-    ``required`` maps a requirement name to what Crossplane resolved it to; a
-    name that is absent has not been resolved yet.
-    """
-    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="test"))
-    req.observed.composite.resource.update(xr)
-    for name, items in (required or {}).items():
-        resolved = req.required_resources[name]
-        for item in items:
-            resolved.items.add().resource.update(item)
-    for name, manifest in (observed or {}).items():
-        req.observed.resources[name].resource.update(manifest)
-    return req
+    """A request as Crossplane sends it (``emulation.request``): the XR, required and
+    observed resources. ``required`` maps a requirement name to what Crossplane resolved
+    it to; a name that is absent has not been resolved yet."""
+    return emulation.request(xr, required=required, observed=observed, tag="test")
 
 
 @dataclass
