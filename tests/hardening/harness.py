@@ -23,10 +23,11 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, Answer, Unresolved, World
+from e2e.emulation import COMPOSITION_RESOURCE_NAME, Answer, Unresolved
 from e2e.fleet import Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
+from tests.support import CONTROLLERS
 
 Obj = dict[str, Any]
 
@@ -38,11 +39,6 @@ SCRIPTS = {kind: fn.name for kind, fn in emulation.registry().items()}
 MESSAGE_LIMIT = 4 * 1024 * 1024
 TAG = "hardening"  # every request's meta.tag
 INTERNAL_ERROR = "internal error"
-
-# One world of controllers for the whole run, so a trust-manager ConfigMap
-# holds the same CA for the same (cluster, Bundle) in every example: outputs
-# stay comparable across calls.
-CONTROLLERS = World(load_balancers={})
 
 
 def composer(kind: str) -> Composer:

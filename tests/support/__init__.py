@@ -108,8 +108,9 @@ def run_example(example: Example) -> Outcome:
     return Outcome(emulation.reconcile_example(example, lambda fn, req: run(fn, req).rsp))
 
 
-# The workload clusters' controllers (e2e.emulation), one for the run: the same Bundle
-# holds the same CA in every test.
+# The workload clusters' controllers (e2e.emulation), one for every offline test of the
+# run: the same (cluster, Bundle) holds the same CA in every test, so outputs stay
+# comparable across calls.
 CONTROLLERS = emulation.World(load_balancers={})
 
 

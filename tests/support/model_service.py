@@ -19,7 +19,7 @@ from e2e.pki import ca
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
-from tests.support import Outcome, request, run, secret
+from tests.support import CONTROLLERS, Outcome, request, run, secret
 
 NS = "team-a"
 API = "fleetgate.dev/v1alpha1"
@@ -239,9 +239,6 @@ def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
 
 
 # --- Crossplane's echo ---------------------------------------------------------------
-
-# The clusters' controllers, as the walk plays them.
-CONTROLLERS = emulation.World(load_balancers={})
 
 
 def as_observed(
