@@ -4,9 +4,9 @@ Nothing here is a test. The fixtures build what Crossplane hands the function
 for a ModelService (gateways, clusters, endpoints, credential Secrets); the
 readers pick the response apart; the echoes turn a pass's desired state into
 the next pass's observed state the way Crossplane and provider-kubernetes
-would: each Object Ready with the remote object (a Secret with the value
-provider-kubernetes patched into it), each ModelRoute with the status its own
-reconcile reported.
+would: each Object with the remote object (a Secret with the value
+provider-kubernetes patched into it) and the Ready its readiness query
+derives from it, each ModelRoute with the status its own reconcile reported.
 """
 
 import base64
@@ -246,10 +246,12 @@ def as_observed(
 ) -> dict[str, Obj]:
     """A ModelRoute's Objects as Crossplane observes them after provider-kubernetes applied them.
 
-    Every Object reports the remote object in ``status.atProvider.manifest``;
-    with ``accepted`` the remote controllers have accepted everything and the
-    Objects are Ready, otherwise they refused it (``refusal`` is the route's
-    message, in the ``NotAccepted`` condition Envoy AI Gateway v1.1.0 writes).
+    Every Object reports the remote object in ``status.atProvider.manifest``
+    and is Ready as its own readiness policy derives it from that remote
+    object (``emulation.object_ready``): with ``accepted`` the remote
+    controllers have accepted everything, otherwise they refused it
+    (``refusal`` is the route's message, in the ``NotAccepted`` condition
+    Envoy AI Gateway v1.1.0 writes).
     The observed HTTPRoute AI Gateway generates carries Envoy Gateway's
     per-parent Accepted and ResolvedRefs; ``unresolved`` is the message of a
     ResolvedRefs False. A Secret comes back carrying its value the way provider-kubernetes
@@ -298,9 +300,9 @@ def as_observed(
             }
         else:  # what Envoy Gateway and Envoy AI Gateway report for what they accepted
             remote = CONTROLLERS.remote(remote, "", set())
-        ready = accepted or remote["kind"] == "Secret"
+        ready = emulation.object_ready(obj, remote)
         obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-        observed[key] = emulation.applied(obj, remote=remote, ready=ready, reason="Available")
+        observed[key] = emulation.applied(obj, remote=remote, ready=ready)
     return observed
 
 
