@@ -15,11 +15,11 @@ Every object is the smallest spec its kind accepts that still exercises what gro
 from dataclasses import dataclass
 from typing import Any
 
-from e2e.controlplane import fleet
-from fleetgate.core.constants import SYSTEM_NAMESPACE
+from e2e import fleet
+from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 
 Obj = dict[str, Any]
-API = fleet.API
+API = API_VERSION
 NAMESPACE = "bench"
 CLUSTERS = ("eu-west", "us.east")  # examples/fleet/20-clusters.yaml
 

@@ -23,6 +23,7 @@ import yaml
 from e2e import emulation, render
 from e2e.emulation import (
     COMPOSITION_RESOURCE_NAME,
+    EXAMPLES,
     KIND_ORDER,
     World,
     as_stored,
@@ -37,6 +38,7 @@ Obj = dict[str, Any]
 XRKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
 MAX_PASSES = 16
+EXAMPLE = EXAMPLES / "fleet"  # the example fleet, as the README applies it
 # Crossplane and the controllers are played by e2e.emulation; the walk's callers
 # (e2e.controlplane among them) take these from here as well.
 __all__ = [
@@ -83,13 +85,11 @@ class Fleet:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fleet-")))
 
     @classmethod
-    def load(cls, folder: Path) -> "Fleet":
+    def load(cls, folder: Path = EXAMPLE) -> "Fleet":
         """The fleet ``kubectl apply -f <folder>/`` applies, in the world beside it."""
         fleet = cls(load_world(folder))
-        for path in sorted(folder.glob("*.yaml")):
-            for doc in yaml.safe_load_all(path.read_text()):
-                if doc:
-                    fleet.apply(doc)
+        for doc in documents(folder):
+            fleet.apply(doc)
         return fleet
 
     def apply(self, obj: Obj) -> None:
@@ -270,7 +270,19 @@ def placed(obj: Obj) -> Obj | None:
 WORLD_FILE = Path("world") / "world.yaml"
 
 
-def load_world(folder: Path) -> World:
+def documents(folder: Path = EXAMPLE) -> list[Obj]:
+    """What ``kubectl apply -f <folder>/`` applies (it reads no subfolder): every
+    document of its YAML files, Secrets first, in file order otherwise."""
+    docs = [
+        doc
+        for path in sorted(folder.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    ]
+    return sorted(docs, key=lambda d: d["kind"] != "Secret")
+
+
+def load_world(folder: Path = EXAMPLE) -> World:
     path = folder / WORLD_FILE
     spec = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
     return World(load_balancers=spec.get("loadBalancers", {}))

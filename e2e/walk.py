@@ -10,13 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from e2e import fleetcheck, functions, render
-from e2e.fleet import Fleet
+from e2e import fleetcheck, functions
+from e2e.fleet import EXAMPLE, Fleet
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Walk the example fleet to a routed model.")
-    parser.add_argument("folder", nargs="?", type=Path, default=render.EXAMPLES / "fleet")
+    parser.add_argument("folder", nargs="?", type=Path, default=EXAMPLE)
     parser.add_argument("--no-drills", action="store_true", help="stop after the first walk")
     args = parser.parse_args(argv)
     fleet = Fleet.load(args.folder)

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench.world import long_name
-from e2e import dataplane, functions, render, translate
+from e2e import dataplane, functions, translate
 from e2e.emulation import patched
 from e2e.fleet import Fleet, Obj, XRKey
 from fleetgate.core import names
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     WORKDIR.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with functions.running(None):
-        fleet = Fleet.load(render.EXAMPLES / "fleet")
+        fleet = Fleet.load()
         fleet.workdir = WORKDIR / "walk"
         for t in templates:
             for xr in pool(t):

@@ -42,6 +42,7 @@ from e2e.controlplane import (
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
+from e2e.fleet import documents
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"
@@ -76,7 +77,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
             for workload in st.workloads.values():
                 fleet.register(st.cp, workload)
                 workloads.start(sup, workload, the_world)
-            docs = fleet.documents()
+            docs = documents()
             made = fleet.namespaces(st.cp, docs)
             print(f"namespaces of examples/fleet created: {', '.join(made)}")
             if command == "serve":

@@ -13,15 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import yaml
-
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
 from e2e.controlplane.kube import ApiError, Obj, condition, is_true
+from e2e.fleet import EXAMPLE as FLEET
 from e2e.fleet import KIND_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
-FLEET = REPO / "examples" / "fleet"
 API = "fleetgate.dev/v1alpha1"
 XR_KINDS = KIND_ORDER  # the offline walk's list of the XR kinds, in dependency order
 OBJECT = ("kubernetes.m.crossplane.io/v1alpha1", "Object")
@@ -81,16 +79,6 @@ def register(cp: Cluster, workload: Cluster) -> None:
             },
         }
     )
-
-
-def documents(folder: Path = FLEET) -> list[Obj]:
-    docs = [
-        doc
-        for path in sorted(folder.glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc
-    ]
-    return sorted(docs, key=lambda d: d["kind"] != "Secret")  # stable: file order otherwise
 
 
 # What a user runs to apply the example fleet, as `make up` prints it (with its

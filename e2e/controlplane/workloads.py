@@ -37,7 +37,7 @@ RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 
 
 def world() -> World:
-    return load_world(REPO / "examples" / "fleet")
+    return load_world()
 
 
 @functools.cache

@@ -8,6 +8,7 @@ import yaml
 from cryptography import x509
 
 from e2e import example_cas, pki, render
+from e2e.fleet import documents
 
 SOON = datetime.timedelta(days=365)
 
@@ -30,8 +31,7 @@ def test_every_published_ca_outlives_the_tests() -> None:
 
 def test_the_fleet_gateway_tls_secret_is_a_real_key_pair_for_its_hostname() -> None:
     """What a user applies first must be a certificate the API server takes without warning."""
-    fleet = render.EXAMPLES / "fleet"
-    docs = [d for f in sorted(fleet.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    docs = documents()
     gateway = next(d for d in docs if d["kind"] == "InferenceGateway" and d["spec"].get("tls"))
     [ref] = gateway["spec"]["tls"]["certificateRefs"]
     secret = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == ref["name"])

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from e2e import fleetcheck, fleetdrills, functions, render
+from e2e import fleetcheck, fleetdrills, functions
 from e2e.driver import Emulation
 from e2e.fleet import MAX_PASSES, Fleet, XRKey
 
@@ -20,7 +20,7 @@ Check = Callable[[Fleet], list[str]]
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Fleet]:
     with functions.running(None):
-        walked = Fleet.load(render.EXAMPLES / "fleet")
+        walked = Fleet.load()
         reports = walked.converge()
         assert len(reports) < MAX_PASSES
         yield walked

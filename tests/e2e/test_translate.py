@@ -32,7 +32,7 @@ PUBLIC = "eu-west-1"  # the public gateway's cluster
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Fleet]:
     with functions.running(None):
-        walked = Fleet.load(render.EXAMPLES / "fleet")
+        walked = Fleet.load()
         walked.converge()
         yield walked
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import pki, render
+from e2e import pki
 from tests.hardening.harness import SCRIPTS, settle
 
 
@@ -40,7 +40,7 @@ def fleet_requests() -> dict[str, list[fnv1.RunFunctionRequest]]:
     Real requests (observed resources, resolved requirements, Secrets among
     them), from walking examples/fleet in process.
     """
-    fleet = settle(render.EXAMPLES / "fleet")
+    fleet = settle()
     found: dict[str, list[fnv1.RunFunctionRequest]] = {name: [] for name in SCRIPTS.values()}
     for answered in fleet.calls:
         kind = answered.req.observed.composite.resource.fields["kind"].string_value

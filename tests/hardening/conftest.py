@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 import structlog
 
-from e2e import render
 from tests.hardening.harness import InProcessFleet, settle
 
 LOGGED: list[str] = []
@@ -33,4 +32,4 @@ def captured_logs() -> Iterator[list[str]]:
 @pytest.fixture(scope="session")
 def settled() -> InProcessFleet:
     """The example fleet (examples/fleet), walked in process until it settled."""
-    return settle(render.EXAMPLES / "fleet")
+    return settle()

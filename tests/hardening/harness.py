@@ -24,7 +24,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e import emulation
 from e2e.emulation import COMPOSITION_RESOURCE_NAME, Answer, Unresolved
-from e2e.fleet import Fleet, XRKey
+from e2e.fleet import EXAMPLE, Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
 from tests.support import CONTROLLERS
@@ -95,29 +95,27 @@ def call(compose: Composer, req: fnv1.RunFunctionRequest) -> Call:
 
 
 def reconcile(
-    compose: Composer,
+    kind: str,
     xr: Obj,
     world: list[Obj],
     observed: dict[str, Obj] | None = None,
     unresolved: Unresolved | None = None,
+    *,
+    answer: Answer | None = None,
 ) -> Call:
     """One reconcile of ``xr``: call, resolve the requirements from ``world``, call again.
 
-    Requirements whose selector ``unresolved`` picks stay unresolved, as when
-    Crossplane has not looked them up yet.
+    The function of ``kind`` answers in process unless ``answer`` is given
+    (over gRPC, say). Requirements whose selector ``unresolved`` picks stay
+    unresolved, as when Crossplane has not looked them up yet.
     """
-    return reconcile_with(lambda req: run_composer(compose, req), xr, world, observed, unresolved)
 
+    def in_process(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
+        return run_composer(composer(kind), req)
 
-def reconcile_with(
-    answer: Answer,
-    xr: Obj,
-    world: list[Obj],
-    observed: dict[str, Obj] | None = None,
-    unresolved: Unresolved | None = None,
-) -> Call:
-    """``reconcile`` with any way of answering a request (in process, over gRPC)."""
-    req, rsp = emulation.reconcile(answer, xr, world, observed, unresolved=unresolved, tag=TAG)
+    req, rsp = emulation.reconcile(
+        answer or in_process, xr, world, observed, unresolved=unresolved, tag=TAG
+    )
     return Call(req, rsp)
 
 
@@ -136,7 +134,7 @@ class Walk:
         return self.calls[-1]
 
     def step(self) -> Call:
-        answered = reconcile(composer(self.kind), self.xr, self.world, self.observed)
+        answered = reconcile(self.kind, self.xr, self.world, self.observed)
         self.calls.append(answered)
         if not answered.fatal:
             owner, was = self.xr["metadata"]["name"], self.observed
@@ -223,15 +221,15 @@ class InProcessFleet(Fleet):
         hidden = set(unavailable)
         world = [xr for k, xr in sorted(self.xrs.items()) if k not in hidden] + self.secrets
         xr = self.xrs[key]
-        answered = reconcile(composer(key[0]), xr, world, dict(self.composed.get(key, {})))
+        answered = reconcile(key[0], xr, world, dict(self.composed.get(key, {})))
         self.calls.append(answered)
         if answered.fatal:
             raise RuntimeError(f"{key}: {answered.fatal}")
         return rendered(xr, answered)
 
 
-def settle(folder: Path) -> InProcessFleet:
-    """The fleet in ``folder`` (an examples/fleet-like folder), walked until it settled."""
+def settle(folder: Path = EXAMPLE) -> InProcessFleet:
+    """The fleet in ``folder`` (by default examples/fleet), walked until it settled."""
     fleet = InProcessFleet.load(folder)
     assert isinstance(fleet, InProcessFleet)
     fleet.converge()

@@ -21,7 +21,7 @@ from tests.hardening.mutations import GARBAGE
 
 
 def answer(fleet: InProcessFleet, key: XRKey, observed: dict[str, Obj], world: list[Obj]) -> Any:
-    return harness.reconcile(harness.composer(key[0]), fleet.xrs[key], world, observed)
+    return harness.reconcile(key[0], fleet.xrs[key], world, observed)
 
 
 def keys_of(fleet: InProcessFleet, kind: str) -> list[XRKey]:
@@ -105,9 +105,7 @@ def test_an_xr_of_a_kind_the_function_does_not_compose_is_refused_by_kind(
 ) -> None:
     """One fatal that names ``kind`` and the XR, and nothing composed from the wrong schema."""
     key = next(k for k in settled.ordered() if k[0] == other)
-    answered = harness.reconcile(
-        harness.composer(kind), settled.xrs[key], [*settled.xrs.values(), *settled.secrets]
-    )
+    answered = harness.reconcile(kind, settled.xrs[key], [*settled.xrs.values(), *settled.secrets])
     assert len(answered.fatal) == 1, answered.fatal
     assert answered.fatal[0].startswith(f"invalid {other} {key[2]}: kind: "), answered.fatal
     assert not answered.rsp.desired.resources

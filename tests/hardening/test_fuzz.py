@@ -138,9 +138,7 @@ def test_malformed(kind: str) -> None:
         for _ in range(case.passes):
             walked.step()
         broken = data.draw(mutate(walked))
-        answered = harness.reconcile(
-            harness.composer(kind), broken.xr, broken.world, broken.observed
-        )
+        answered = harness.reconcile(kind, broken.xr, broken.world, broken.observed)
         problems = [m for m in answered.fatal if m.startswith(INTERNAL_ERROR)]
         values = set(secretsearch.needles(broken.world))
         problems += [

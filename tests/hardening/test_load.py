@@ -17,7 +17,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from e2e import render
 from fleetgate.core.runner import answer
 from tests.grpc.process import FUNCTIONS, insecure, raw_call, serving
 from tests.hardening import harness
@@ -43,7 +42,7 @@ class Run:
 @pytest.fixture(scope="module")
 def workload() -> dict[str, list[tuple[bytes, bytes]]]:
     """Console script → (request, the answer it must get), from the settled example fleet."""
-    fleet = settle(render.EXAMPLES / "fleet")
+    fleet = settle()
     found: dict[str, list[tuple[bytes, bytes]]] = {name: [] for name in FUNCTIONS}
     for called in fleet.calls[-60:]:
         kind = called.req.observed.composite.resource.fields["kind"].string_value

@@ -113,7 +113,7 @@ def values() -> set[str]:
 
 @pytest.fixture(scope="module")
 def traffic() -> Traffic:
-    fleet = settle(render.EXAMPLES / "fleet")
+    fleet = settle()
     fleet_secrets = seeded_fleet_secrets(fleet.secrets, unit_test_values())
     seeded = settle_with(fleet_secrets)
     out = Traffic({name: [] for name in FUNCTIONS}, render.discover())
@@ -125,7 +125,7 @@ def traffic() -> Traffic:
 
 
 def settle_with(secrets: list[Obj]) -> list[harness.Call]:
-    fleet = harness.InProcessFleet.load(render.EXAMPLES / "fleet")
+    fleet = harness.InProcessFleet.load()
     fleet.secrets = secrets
     fleet.converge()
     assert isinstance(fleet, harness.InProcessFleet)
@@ -198,7 +198,9 @@ def said(
             for example in traffic.examples:
                 if SCRIPTS[example.xr["kind"]] == out.name:
                     world, observed = example_world(example)
-                    harness.reconcile_with(answer, example.xr, world, observed)
+                    harness.reconcile(
+                        example.xr["kind"], example.xr, world, observed, answer=answer
+                    )
             # A malformed request quoting a value: refused without repeating it.
             with pytest.raises(Exception, match="not a RunFunctionRequest"):
                 raw_call(channel, b"\xff" + sorted(values)[0].encode())

@@ -119,7 +119,7 @@ def dropped(
         if allowed_kind is None or obj.get("kind") != allowed_kind
     }
     answered = harness.reconcile(
-        harness.composer(key[0]), fleet.xrs[key], fault.world, fault.observed, fault.unresolved
+        key[0], fleet.xrs[key], fault.world, fault.observed, fault.unresolved
     )
     if answered.fatal:
         return [f"{describe(key)}: fatal {answered.fatal}"]
