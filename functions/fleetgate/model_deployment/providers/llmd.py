@@ -20,20 +20,14 @@ its flags, ports and config format are that runner's.
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
-
 from fleetgate.core.models import ServingProvider
-from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import pods
 from fleetgate.model_deployment.providers.base import (
     WORKLOAD_LABEL,
     Manifest,
     RemotePart,
-    Rendered,
-    Renderer,
     Workload,
 )
 
@@ -326,20 +320,8 @@ def pool_backend(workload: Workload) -> Manifest:
     return {"group": POOL_GROUP, "kind": "InferencePool", "name": workload.name}
 
 
-class LLMD(Renderer):
+class LLMD(pods.CommandEngine):
     name: ServingProvider = "LLMD"
-    # Applied to the engine Deployment, not the picker.
-    overrides: type[BaseModel] = pods.DeploymentOverrides
-    starts_engine: bool = False
 
-    def render(self, workload: Workload) -> Rendered:
-        return Rendered(
-            parts=(
-                RemotePart(pods.ENGINE_PART, pods.engine_deployment(workload), pods.SERVING_QUERY),
-                *pool_parts(workload),
-            ),
-            backend_ref=pool_backend(workload),
-        )
-
-    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
-        return pods.ready_engine_replicas(observed)
+    def front(self, workload: Workload) -> tuple[tuple[RemotePart, ...], Manifest]:
+        return pool_parts(workload), pool_backend(workload)

@@ -8,7 +8,7 @@ selector label, and the engine listens on the container port named ``http``.
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from fleetgate.core.observed import ABSENT, Observed
 from fleetgate.model_deployment.overrides import (
@@ -19,7 +19,13 @@ from fleetgate.model_deployment.overrides import (
     merge,
     upstream,
 )
-from fleetgate.model_deployment.providers.base import Manifest, Workload
+from fleetgate.model_deployment.providers.base import (
+    Manifest,
+    RemotePart,
+    Rendered,
+    Renderer,
+    Workload,
+)
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
@@ -115,6 +121,11 @@ def engine_deployment(workload: Workload) -> Manifest:
     return merge(base, upstream(workload.overrides))
 
 
+def engine_part(workload: Workload) -> RemotePart:
+    """The engine Deployment, Ready while it serves (``SERVING_QUERY``)."""
+    return RemotePart(ENGINE_PART, engine_deployment(workload), SERVING_QUERY)
+
+
 def engine_service(workload: Workload) -> Manifest:
     return {
         "apiVersion": "v1",
@@ -192,3 +203,23 @@ class DeploymentOverrides(Strict):
     """``spec``: merged into the engine Deployment's spec."""
 
     spec: DeploymentSpecOverride | None = None
+
+
+class CommandEngine(Renderer):
+    """A provider that runs the user's command line as written, in the engine Deployment
+    (``engine_part``), with what routes to it in front: Direct, LLMD."""
+
+    # Applied to the engine Deployment.
+    overrides: type[BaseModel] = DeploymentOverrides
+    starts_engine: bool = False
+
+    def front(self, workload: Workload) -> tuple[tuple[RemotePart, ...], Manifest]:
+        """The parts in front of the engine, and the backend the route targets."""
+        raise NotImplementedError
+
+    def render(self, workload: Workload) -> Rendered:
+        parts, backend = self.front(workload)
+        return Rendered(parts=(engine_part(workload), *parts), backend_ref=backend)
+
+    def ready_replicas(self, observed: Mapping[str, Observed], replicas: int) -> int:
+        return ready_engine_replicas(observed)
