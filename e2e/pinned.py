@@ -9,6 +9,8 @@ does not run judges nothing.
 
 import os
 import re
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,3 +31,29 @@ def binary(name: str, go_mod: Path, module: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{name} not found at {path}: run `make deps`")
     return path
+
+
+def run(
+    argv: Sequence[str | Path],
+    *,
+    what: str,
+    timeout: float | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+) -> str:
+    """What a tool printed on stdout; a non-zero exit raises RuntimeError naming ``what``
+    with the end of what it said on stderr. ``env`` is added to this process's own."""
+    done = subprocess.run(
+        [str(a) for a in argv],
+        cwd=cwd,
+        env={**os.environ, **env} if env is not None else None,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stdout

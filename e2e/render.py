@@ -14,14 +14,13 @@ resources as they exist) and ``expect.yaml`` (what the tests check).
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from e2e import functions, snapshots, validate
+from e2e import functions, pinned, snapshots, validate
 from e2e.emulation import EXAMPLES, REPO, Example, discover, registry
 
 # The examples and the kind → function table are e2e.emulation's; the render's
@@ -60,12 +59,10 @@ def render(example: Example, observed: Path | None = None) -> list[dict[str, Any
         cmd.append(f"--required-resources={required}")
     if observed := observed or example.optional("observed.yaml"):
         cmd.append(f"--observed-resources={observed}")
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=RENDER_TIMEOUT_S + 30, check=False
+    out = pinned.run(
+        cmd, what=f"crossplane render of {example.name}", timeout=RENDER_TIMEOUT_S + 30
     )
-    if proc.returncode != 0:
-        raise RuntimeError(f"crossplane render failed for {example.name}:\n{proc.stderr}")
-    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def split(

@@ -35,7 +35,6 @@ import base64
 import copy
 import hashlib
 import json
-import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -450,7 +449,7 @@ def translate(objects: list[Obj], workdir: Path) -> Translation:
     workdir.mkdir(parents=True, exist_ok=True)
     source = workdir / "resources.yaml"
     source.write_text(yaml.safe_dump_all(objects))
-    proc = subprocess.run(
+    out = pinned.run(
         [
             str(egctl()),
             "experimental",
@@ -466,14 +465,10 @@ def translate(objects: list[Obj], workdir: Path) -> Translation:
             "--file",
             str(source),
         ],
-        capture_output=True,
-        text=True,
+        what="egctl translate",
         timeout=TRANSLATE_TIMEOUT_S,
-        check=False,
     )
-    if proc.returncode != 0:
-        raise RuntimeError(f"egctl translate failed ({proc.returncode}):\n{proc.stderr}")
-    answer = json.loads(proc.stdout)
+    answer = json.loads(out)
     (workdir / "translation.json").write_text(json.dumps(answer, indent=1, sort_keys=True))
     xds = answer.pop("xds", None) or {}
     return Translation(answer, xds)

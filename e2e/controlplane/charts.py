@@ -6,13 +6,13 @@ chart at the pinned tag. Rendering is Helm's own (``helm template``).
 """
 
 import json
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from e2e import pinned
 from e2e.controlplane.clusters import binary
 from e2e.controlplane.kube import Obj
 from fleetgate.inference_cluster import stack
@@ -22,14 +22,8 @@ KUBERNETES = ("k8s.io/kubernetes", REPO / "tools" / "controlplane" / "kubernetes
 
 
 def _module(module: str, pinned_by: Path) -> dict[str, Any]:
-    out = subprocess.run(
-        ["go", "list", "-m", "-json", module],
-        cwd=pinned_by,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found: dict[str, Any] = json.loads(out.stdout)
+    out = pinned.run(["go", "list", "-m", "-json", module], what=f"go list {module}", cwd=pinned_by)
+    found: dict[str, Any] = json.loads(out)
     return found
 
 
@@ -49,7 +43,7 @@ def render(
     """Every object ``helm template`` renders from ``chart`` with ``values``, for the
     Kubernetes version the API servers here are built from (a chart may require one)."""
     kubernetes = _module(*KUBERNETES)["Version"]
-    rendered = subprocess.run(
+    rendered = pinned.run(
         [
             binary("helm"),
             "template",
@@ -60,11 +54,9 @@ def render(
             "-f",
             "-",
         ],
+        what=f"helm template {chart}",
         input=json.dumps(dict(values or {})),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    )
     return [d for d in yaml.safe_load_all(rendered) if d]
 
 

@@ -46,14 +46,12 @@ when its configuration rate-limits, runs for real (ratelimit.py).
 """
 
 import functools
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from e2e import xrds
+from e2e import pinned, xrds
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.kube import Obj, mount_secret
@@ -208,16 +206,12 @@ def _certgen(workload: Cluster, objects: list[Obj]) -> None:
     account = charts.pod(objects, "Job", job)["serviceAccountName"]
     token = workload.admin.token_for(NAMESPACE, account)
     kubeconfig = workload.kubeconfig_for_token("envoy-gateway-certgen", token)
-    done = subprocess.run(
+    pinned.run(
         [binary("envoy-gateway"), *args],
-        env={**os.environ, **env, **DOWNWARD, "KUBECONFIG": str(kubeconfig)},
-        capture_output=True,
-        text=True,
+        what=f"Envoy Gateway's certgen on {workload.name}",
+        env={**env, **DOWNWARD, "KUBECONFIG": str(kubeconfig)},
         timeout=CERTGEN_TIMEOUT_S,
-        check=False,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"Envoy Gateway's certgen failed on {workload.name}:\n{done.stderr}")
 
 
 def _root(workload: Cluster, objects: list[Obj]) -> Path:

@@ -13,15 +13,13 @@ resolve here. Nothing but the registry's address differs from production.
 """
 
 import json
-import os
 import socket
-import subprocess
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from e2e import pki
+from e2e import pinned, pki
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
@@ -66,27 +64,19 @@ def start_registry(sup: Supervisor, state: Path, ca: pki.KeyPair) -> str:
 
 
 def _push(xpkg: Path, ref: str, ca_file: Path) -> None:
-    done = subprocess.run(
-        [binary("crossplane"), "xpkg", "push", "-f", str(xpkg), ref],
-        env={**os.environ, "SSL_CERT_FILE": str(ca_file)},
-        capture_output=True,
-        text=True,
-        check=False,
+    pinned.run(
+        [binary("crossplane"), "xpkg", "push", "-f", xpkg, ref],
+        what=f"crossplane xpkg push {ref}",
+        env={"SSL_CERT_FILE": str(ca_file)},
     )
-    if done.returncode:
-        raise RuntimeError(f"crossplane xpkg push {ref} failed:\n{done.stderr[-2000:]}")
 
 
 def _build(root: Path, out: Path) -> Path:
-    done = subprocess.run(
+    pinned.run(
         [binary("crossplane"), "xpkg", "build", f"--package-root={root}", f"--package-file={out}"],
+        what=f"crossplane xpkg build of {root}",
         cwd=out.parent,  # the CLI looks for ./examples; there are none here
-        capture_output=True,
-        text=True,
-        check=False,
     )
-    if done.returncode:
-        raise RuntimeError(f"crossplane xpkg build of {root} failed:\n{done.stderr[-2000:]}")
     return out
 
 
