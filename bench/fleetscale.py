@@ -49,9 +49,10 @@ CONVERGE_TIMEOUT_S = 1800.0
 CONVERGE_POLL_S = 10.0
 SERVICES = (10, 40, 100)
 GATEWAYS = 2
-# Longer than the settled TTL (core/pacing.py), so every settled XR is called in it at
-# least once: a shorter window can count none and say a fleet costs nothing.
-SETTLED_WINDOW_S = pacing.SETTLED.total_seconds() + 60
+# The settled window is longer than the settled TTL (core/pacing.py), so every settled XR
+# is called in it at least once: a shorter window can count none and say a fleet costs
+# nothing. By this much:
+SETTLED_WINDOW_MARGIN_S = 60.0
 TICKS = os.sysconf("SC_CLK_TCK")
 # Components whose costs are reported, by the Supervisor's process name (its prefix for
 # the functions: one process each).
@@ -129,7 +130,7 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 print(f"  {name}: {value}", flush=True)
             figures.update(found)
 
-        start, called = time.monotonic(), _calls(st)
+        start, called, broken = time.monotonic(), _calls(st), _breakers(st)
         _apply(st.cp, docs, STATE / "fleet")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
         xr_count = sum(1 for _ in fleet.xrs(st.cp))
@@ -139,15 +140,17 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 "function calls per XR from apply to routed": round(
                     (_calls(st) - called) / xr_count, 1
                 ),
+                **_breakers(st, since=broken, what="from apply to routed"),
             }
         )
-        start, called = time.monotonic(), _calls(st)
+        start, called, broken = time.monotonic(), _calls(st), _breakers(st)
         _apply(st.cp, [fleetgen.service(size.services, size)], STATE / "one-more")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
         record(
             {
                 "seconds from one new service to routed": _since(start),
                 "function calls from one new service to routed": _calls(st) - called,
+                **_breakers(st, since=broken, what="from one new service to routed"),
             }
         )
 
@@ -174,6 +177,17 @@ def _calls(st: stack.Stack) -> int:
     return round(sum(calls.scrape(st.crossplane.metrics_port).values()))
 
 
+def _breakers(
+    st: stack.Stack, since: dict[str, float] | None = None, what: str = ""
+) -> dict[str, float]:
+    """Crossplane's XR watch circuit breakers (calls.breakers): so far, or, ``since`` an
+    earlier reading, what happened in between, named for the figures."""
+    now = calls.breakers(st.crossplane.metrics_port)
+    if since is None:
+        return now
+    return {f"watch circuit breaker {k} {what}": now[k] - since.get(k, 0.0) for k in sorted(now)}
+
+
 def _since(start: float) -> float:
     return round(time.monotonic() - start, 1)
 
@@ -185,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--gateways", type=int, default=GATEWAYS)
     parser.add_argument(
-        "--window", type=float, default=SETTLED_WINDOW_S, help="settled window, seconds"
+        "--window", type=float, help="settled window, seconds (the settled TTL and a minute)"
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -200,12 +214,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     processes.isolate()
-    results: dict[str, Any] = {"machine": machine.describe(), "sizes": []}
+    # The functions' TTLs: what they read from the environment this run hands them.
+    pacing.configure(os.environ)
+    window = args.window or pacing.SETTLED.total_seconds() + SETTLED_WINDOW_MARGIN_S
+    ttls = {
+        "settled TTL s": pacing.SETTLED.seconds,
+        "least waiting TTL s": pacing.WAITING_MIN.seconds,
+    }
+    results: dict[str, Any] = {"machine": machine.describe(), "pacing": ttls, "sizes": []}
     for services in args.services:
         size = fleetgen.Size.for_services(services, args.gateways)
         print(f"fleet {size}:", flush=True)
         try:
-            results["sizes"].append({"size": str(size), **measure(size, args.window)})
+            results["sizes"].append({"size": str(size), **measure(size, window)})
         except TimeoutError as err:  # where the machine stops: said, and the run ends
             print(f"  stopped: {err}".splitlines()[0], file=sys.stderr)
             results["sizes"].append({"size": str(size), "stopped": str(err)[:2000]})

@@ -16,23 +16,45 @@ from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.fleet import xrs
 
 SERIES = "function_run_function_request_total"
-FUNCTION = re.compile(r'function_name="([^"]*)"')
+# Crossplane v2.4's per-XR watch circuit breaker (internal/circuit/circuit_metrics.go):
+# how often one opened, and each watch event it judged, by outcome (``result``: Allowed,
+# Dropped, HalfOpenAllowed). While open it drops an XR's watch events but a probe every
+# 30 s, so the XR waits for its TTL instead (token_bucket.go: 100 tokens, 1 a second).
+BREAKER_OPENS = "circuit_breaker_opens_total"
+BREAKER_EVENTS = "circuit_breaker_events_total"
 
 
-def parse(text: str) -> dict[str, float]:
-    """Requests sent per Function, from Prometheus's text format."""
-    calls: dict[str, float] = {}
+def parse(text: str, series: str = SERIES, label: str = "function_name") -> dict[str, float]:
+    """A counter's value per ``label`` value (summed over its other labels), from
+    Prometheus's text format: by default, requests sent per Function."""
+    pattern = re.compile(rf'[{{,]{label}="([^"]*)"')
+    found: dict[str, float] = {}
     for line in text.splitlines():
-        if line.startswith(SERIES + "{"):
-            name = FUNCTION.search(line)
-            key = name.group(1) if name else ""
-            calls[key] = calls.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
-    return calls
+        if line.startswith(series + "{"):
+            value = pattern.search(line)
+            key = value.group(1) if value else ""
+            found[key] = found.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text: str = answer.read().decode()
+    return text
 
 
 def scrape(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-        return parse(answer.read().decode())
+    """Function calls so far, per Function."""
+    return parse(metrics(port))
+
+
+def breakers(port: int) -> dict[str, float]:
+    """The XR watch circuit breakers so far: opens, and events by outcome, over every
+    XR controller."""
+    text = metrics(port)
+    found = {"opens": sum(parse(text, BREAKER_OPENS, "controller").values())}
+    found.update(parse(text, BREAKER_EVENTS, "result"))
+    return found
 
 
 def settled(cp: Cluster, metrics_port: int, window_s: float) -> dict[str, float]:

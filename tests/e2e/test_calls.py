@@ -33,3 +33,21 @@ def test_calls_are_summed_per_function_across_targets() -> None:
 
 def test_nothing_counted_yet_reads_as_no_calls() -> None:
     assert calls.parse("# HELP something else\nprocess_cpu_seconds_total 1.5\n") == {}
+
+
+def test_the_watch_circuit_breakers_are_read_over_every_xr_controller() -> None:
+    """As Crossplane v2.4 core serves them (internal/circuit/circuit_metrics.go)."""
+    scraped = """\
+# TYPE circuit_breaker_opens_total counter
+circuit_breaker_opens_total{controller="composite/modelservices.fleetgate.dev"} 3
+circuit_breaker_opens_total{controller="composite/modelroutes.fleetgate.dev"} 1
+# TYPE circuit_breaker_events_total counter
+circuit_breaker_events_total{controller="composite/modelservices.fleetgate.dev",result="Allowed"} 90
+circuit_breaker_events_total{controller="composite/modelroutes.fleetgate.dev",result="Allowed"} 10
+circuit_breaker_events_total{controller="composite/modelservices.fleetgate.dev",result="Dropped"} 7
+"""
+    assert sum(calls.parse(scraped, calls.BREAKER_OPENS, "controller").values()) == 4
+    assert calls.parse(scraped, calls.BREAKER_EVENTS, "result") == {
+        "Allowed": 100.0,
+        "Dropped": 7.0,
+    }
