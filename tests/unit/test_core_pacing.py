@@ -83,6 +83,38 @@ def test_a_settled_ttl_out_of_range_or_unreadable_is_refused_naming_the_variable
     assert datetime.timedelta(minutes=5) == pacing.SETTLED
 
 
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        pytest.param(None, 2, id="unset: the default"),
+        pytest.param("15", 15, id="a control plane that watches"),
+        pytest.param("600", 300, id="above the settled TTL: the settled TTL"),
+    ],
+)
+def test_the_least_waiting_ttl_can_be_set(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: int
+) -> None:
+    monkeypatch.setattr(pacing, "WAITING_MIN", pacing.WAITING_MIN)  # restored after the test
+    pacing.configure({} if value is None else {pacing.WAITING_VARIABLE: value})
+    assert _ttl([]) == seconds, "just turned False: the least waiting TTL"
+    assert _ttl([_since(800)]) == max(100, seconds), "an eighth of 800 s, if above it"
+
+
+@pytest.mark.parametrize("value", ["15s", "0", "3601"])
+def test_a_waiting_ttl_out_of_range_is_refused_and_changes_neither(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)
+    monkeypatch.setattr(pacing, "WAITING_MIN", pacing.WAITING_MIN)
+    environ = {pacing.SETTLED_VARIABLE: "60", pacing.WAITING_VARIABLE: value}
+    with pytest.raises(ValueError, match=f"FLEETGATE_WAITING_TTL='{value}'.*2-3600"):
+        pacing.configure(environ)
+    assert (
+        datetime.timedelta(minutes=5),
+        datetime.timedelta(seconds=2),
+    ) == (pacing.SETTLED, pacing.WAITING_MIN)
+
+
 def _answer(
     conditions: list[str],
     *,

@@ -21,7 +21,10 @@ rest", which also says why ModelRoutes on the test plane still wait). A
 control plane before v2.4 sees a drain, a rotated CA or a deleted
 credential only through this TTL: set ``FLEETGATE_SETTLED_TTL`` (seconds,
 2-3600) on the functions, e.g. ``30`` through a DeploymentRuntimeConfig, as
-`make e2e CROSSPLANE_LINE=oldest` does.
+`make e2e CROSSPLANE_LINE=oldest` does. ``FLEETGATE_WAITING_TTL`` (seconds,
+2-3600) sets ``WAITING_MIN``, the least TTL while waiting: `make
+bench-fleet` measures what it costs and buys at size (bench/README.md, "The
+fleet at scale").
 """
 
 import datetime
@@ -30,31 +33,39 @@ from typing import Any
 
 from fleetgate.core.times import parse
 
-WAITING_MIN = datetime.timedelta(seconds=2)
+LEAST = datetime.timedelta(seconds=2)  # the least TTL either variable may set
 SETTLED_MAX = datetime.timedelta(hours=1)  # Crossplane's resync: no use waiting longer
 SETTLED_VARIABLE = "FLEETGATE_SETTLED_TTL"
+WAITING_VARIABLE = "FLEETGATE_WAITING_TTL"
 BACKOFF = 8  # the TTL while waiting: the time waited so far, divided by this
-# The settled TTL of this process: the default until ``configure`` reads the variable.
+# This process's TTLs: the defaults until ``configure`` reads the variables.
 SETTLED = datetime.timedelta(minutes=5)
+WAITING_MIN = datetime.timedelta(seconds=2)
+
+
+def _seconds(environ: Mapping[str, str], name: str, default: datetime.timedelta) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return int(default.total_seconds())
+    low, high = int(LEAST.total_seconds()), int(SETTLED_MAX.total_seconds())
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise ValueError(f"{name}={raw!r}: give the TTL in whole seconds, {low}-{high}")
+    return int(raw)
 
 
 def configure(environ: Mapping[str, str]) -> None:
-    """Take the settled TTL from ``FLEETGATE_SETTLED_TTL`` (whole seconds), if set.
+    """Take the TTLs from ``FLEETGATE_SETTLED_TTL`` and ``FLEETGATE_WAITING_TTL``, if set.
 
-    Raises ValueError naming the variable for anything else; the console scripts
-    call this before they serve (``runner.command``), so a bad value stops the
-    process with that message, not the first call.
+    Whole seconds each. The waiting one is the least TTL while an XR waits;
+    ``ttl`` caps every TTL at the settled one, so a waiting TTL above it means
+    the settled TTL. Raises ValueError naming the variable for anything else;
+    the console scripts call this before they serve (``runner.command``), so
+    a bad value stops the process with that message, not the first call.
     """
-    global SETTLED  # noqa: PLW0603  # one setting per process, read on every answer
-    raw = environ.get(SETTLED_VARIABLE, "").strip()
-    if not raw:
-        return
-    low, high = int(WAITING_MIN.total_seconds()), int(SETTLED_MAX.total_seconds())
-    if not raw.isdigit() or not low <= int(raw) <= high:
-        raise ValueError(
-            f"{SETTLED_VARIABLE}={raw!r}: give the settled TTL in whole seconds, {low}-{high}"
-        )
-    SETTLED = datetime.timedelta(seconds=int(raw))
+    global SETTLED, WAITING_MIN  # one setting per process, read on every answer
+    settled = _seconds(environ, SETTLED_VARIABLE, SETTLED)
+    waiting = _seconds(environ, WAITING_VARIABLE, WAITING_MIN)
+    SETTLED, WAITING_MIN = (datetime.timedelta(seconds=s) for s in (settled, waiting))
 
 
 def ttl(
