@@ -11,7 +11,7 @@ CROSSPLANE := $(BIN)/crossplane
 XRDCHECK := $(BIN)/xrdcheck
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
-SOURCES := functions tests e2e package bench
+SOURCES := functions tests e2e sim package bench
 
 .PHONY: render examples examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
 

@@ -14,8 +14,8 @@ from bench import report
 from bench.run import Settings, run, settle
 from bench.stats import Budget
 from bench.workloads import SUITE
-from e2e import emulation
 from fleetgate.core.runner import run_composer
+from sim import catalog
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ def profile(kind: str, out: Path) -> None:
         from pyinstrument import Profiler  # noqa: PLC0415 - a dev tool, only for --profile
     except ImportError:
         raise SystemExit("--profile needs pyinstrument: pip install -e '.[dev]'") from None
-    registry = emulation.registry()
+    registry = catalog.registry()
     settled = settle(SUITE[kind][-1](), registry)
     compose = registry[kind].compose
     profiler = Profiler(interval=0.0005)

@@ -25,9 +25,9 @@ from bench.settle import Reconciler, Settled
 from bench.stats import Budget, Timing, growth_exponent
 from bench.validating import SCRIPT as VALIDATING
 from bench.workloads import SUITE, Workload
-from e2e import emulation
-from e2e.emulation import Function
 from fleetgate.core.runner import run_composer
+from sim import catalog
+from sim.catalog import Function
 
 CALLERS = 50
 MEDIUM = 2  # index of the workload the concurrency run uses
@@ -237,7 +237,7 @@ def notes(results: dict[str, Any]) -> list[str]:
 
 def run(kinds: Sequence[str], s: Settings) -> dict[str, Any]:
     started = time.time()
-    registry = emulation.registry()
+    registry = catalog.registry()
     results: dict[str, Any] = {
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine.describe(),

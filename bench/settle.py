@@ -3,7 +3,7 @@
 Each pass sends the function what Crossplane would: the XR with the status it
 wrote last, every requirement it declared resolved against the fleet, and
 every resource it composed as observed once the workload clusters'
-controllers acted (``e2e.emulation.World``: Ready, Gateway addresses, CA
+controllers acted (``e2e.controllers.World``: Ready, Gateway addresses, CA
 ConfigMaps with real certificates). XRs it composes (a ModelDeployment's
 ModelEndpoints) are reconciled by their own function in turn. The request of
 the pass that changes nothing is the steady state: the request Crossplane
@@ -21,18 +21,12 @@ from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.world import CREATED, Obj, Pool
-from e2e import emulation
-from e2e.emulation import (
-    STATUS_NAMES,
-    Function,
-    NotSettledError,
-    World,
-    fingerprint,
-    generated_name,
-    registry,
-    until_settled,
-)
 from fleetgate.core.runner import run_composer
+from sim import pipeline
+from sim.catalog import Function, registry
+from sim.controllers import World, generated_name
+from sim.loop import NotSettledError, fingerprint, until_settled
+from sim.pipeline import STATUS_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_PASSES = 24
@@ -69,7 +63,7 @@ class Reconciler:
         passes: list[Settled] = []
 
         def run_pass(number: int) -> str:
-            req = emulation.request(
+            req = pipeline.request(
                 at["xr"], required=at["required"], observed=at["observed"], input=function.input
             )
             rsp = run_composer(function.compose, req)
@@ -224,4 +218,4 @@ def applied_fields(applied: Obj, path: str = "") -> Obj:
 
 def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
     """The XR as Crossplane writes it back: the desired status, conditions, Ready and Synced."""
-    return {**xr, "status": emulation.xr_status(rsp, stamp=CREATED, synced=True)}
+    return {**xr, "status": pipeline.xr_status(rsp, stamp=CREATED, synced=True)}

@@ -16,10 +16,10 @@ from typing import Any
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import emulation
 from e2e.pki import ca
 from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMENT, SYSTEM_NAMESPACE
 from fleetgate.core.names import cluster_hostname, label_value
+from sim import pipeline
 
 Obj = dict[str, Any]
 
@@ -201,7 +201,7 @@ class Pool:
 
     def select(self, selector: fnv1.ResourceSelector) -> list[Obj]:
         """What Crossplane resolves ``selector`` to, in its order."""
-        return emulation.resolve(selector, self.objects)
+        return pipeline.resolve(selector, self.objects)
 
 
 def system_secret(name: str, data: dict[str, str], labels: dict[str, str] | None = None) -> Obj:

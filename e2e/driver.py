@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple, Protocol
 
-from e2e.emulation import merge_patch
-from e2e.fleet import Fleet, Obj, XRKey, fingerprint
+from e2e.fleet import Fleet, Obj, XRKey
 from fleetgate.core import governance, names
 from fleetgate.core.constants import CALLER_HEADER, ENDPOINT_HEADER, TOTAL_TOKENS_KEY
+from sim.controllers import merge_patch
+from sim.loop import fingerprint
 
 Check = Callable[[], list[str]]
 MODEL_HEADER = "x-ai-eg-model"

@@ -29,8 +29,9 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from e2e import pki, render
-from e2e.emulation import EXAMPLE_WIDTH
+from e2e import pki
+from sim import catalog
+from sim.catalog import EXAMPLE_WIDTH
 
 PEM = re.compile(r"-----BEGIN CERTIFICATE-----\n.*?-----END CERTIFICATE-----", re.S)
 # a PEM as a YAML block scalar writes it: every line at the same indentation
@@ -142,7 +143,7 @@ def renew(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folders", nargs="*", type=Path, default=[render.EXAMPLES])
+    parser.add_argument("folders", nargs="*", type=Path, default=[catalog.EXAMPLES])
     parser.add_argument("--years", type=int, default=50, help="validity of a new CA")
     parser.add_argument(
         "--renew-within", type=int, default=365, metavar="DAYS", help="renew what expires sooner"

@@ -20,36 +20,18 @@ from typing import Any
 
 import yaml
 
-from e2e import emulation, render
-from e2e.emulation import (
-    COMPOSITION_RESOURCE_NAME,
-    EXAMPLES,
-    KIND_ORDER,
-    World,
-    as_stored,
-    fingerprint,
-    generated_name,
-    patch_applied,
-    without_times,
-)
+from e2e import render
 from fleetgate.core.secrets import is_holder
+from sim import catalog, controllers, loop
+from sim.catalog import COMPOSITION_RESOURCE_NAME, EXAMPLES, KIND_ORDER
+from sim.controllers import World, as_stored, generated_name
+from sim.loop import fingerprint
 
 Obj = dict[str, Any]
 XRKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
 MAX_PASSES = 16
 EXAMPLE = EXAMPLES / "fleet"  # the example fleet, as the README applies it
-# Crossplane and the controllers are played by e2e.emulation; the walk's callers
-# (e2e.controlplane among them) take these from here as well.
-__all__ = [
-    "COMPOSITION_RESOURCE_NAME",
-    "KIND_ORDER",
-    "World",
-    "as_stored",
-    "fingerprint",
-    "patch_applied",
-    "without_times",
-]
 
 
 def key_of(obj: Obj) -> XRKey:
@@ -119,7 +101,7 @@ class Fleet:
 
     def bundles(self) -> set[tuple[str, str]]:
         """(provider config, Bundle name) of every trust-manager Bundle composed so far."""
-        return emulation.bundles_of(o for res in self.composed.values() for o in res.values())
+        return controllers.bundles_of(o for res in self.composed.values() for o in res.values())
 
     def render_one(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> list[Obj]:
         """Render one XR with everything the control plane holds as required resources."""
@@ -135,7 +117,7 @@ class Fleet:
             observed_file.write_text(yaml.safe_dump_all(observed))
         elif observed_file.exists():
             observed_file.unlink()
-        return render.render(render.Example(folder))
+        return render.render(catalog.Example(folder))
 
     def run_pass(self, number: int, unavailable: Iterable[XRKey] = ()) -> PassReport:
         before = self.state()
@@ -222,7 +204,7 @@ class Fleet:
                 print_pass(reports[-1])
             return reports[-1].state
 
-        emulation.until_settled(
+        loop.until_settled(
             run_pass, self.state(), max_passes=max_passes, what="the fleet", start=start
         )
         return reports

@@ -12,12 +12,13 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import emulation, fleetdrills, functions, render, secretsearch, validate
+from e2e import fleetdrills, functions, render, secretsearch, validate
 from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
 from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
+from sim import catalog, pipeline
 
 AI_GATEWAY = "aigateway.envoyproxy.io/v1beta1"
 
@@ -212,7 +213,7 @@ def call_unresolved(
     reconcile); otherwise every requirement is resolved from the fleet except
     those asking for that kind.
     """
-    target = functions.development_targets()[render.xr_types()[key[0]].name]
+    target = functions.development_targets()[catalog.registry()[key[0]].name]
     req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag="drill"))
     req.observed.composite.resource.update(fleet.xrs[key])
     for name, obj in fleet.composed.get(key, {}).items():
@@ -228,7 +229,7 @@ def call_unresolved(
                 continue
             resolved = req.required_resources[name]
             for obj in everything:
-                if emulation.selects(selector, obj):
+                if pipeline.selects(selector, obj):
                     resolved.items.add().resource.update(obj)
         rsp = stub.RunFunction(req, timeout=60)
     return rsp

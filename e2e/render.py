@@ -21,12 +21,8 @@ from typing import Any
 import yaml
 
 from e2e import functions, pinned, snapshots, validate
-from e2e.emulation import EXAMPLES, REPO, Example, discover, registry
+from sim.catalog import REPO, Example, discover, registry
 
-# The examples and the kind → function table are e2e.emulation's; the render's
-# callers take them from here as well.
-__all__ = ["EXAMPLES", "REPO", "Example", "discover", "xr_types"]
-xr_types = registry
 RENDER_TIMEOUT_S = 120
 
 
@@ -112,7 +108,7 @@ def validate_rendered(example: Example, rendered: list[dict[str, Any]]) -> list[
 def schema_files() -> list[Path]:
     """Our own schemas: every XRD (an XR may compose XRs of another kind) and every
     function's Composition input CRD (a Composition step's ``input`` is checked too)."""
-    xrds = {t.xrd for t in xr_types().values()}
+    xrds = {t.xrd for t in registry().values()}
     inputs = set((REPO / "package" / "functions").glob("*/input/*.yaml"))
     return sorted(xrds | inputs)
 

@@ -11,11 +11,11 @@ regeneration would change any byte.
   choice; a new file lists them all.
 * ``observed.yaml`` of each later pass of a walk (``WALKS``): what the pass
   before it composes, as Crossplane observes it. The model-deployment walks
-  observe what working clusters report (``emulation.World.observe``). The other
+  observe what working clusters report (``controllers.World.observe``). The other
   walks are scenarios whose controllers' answers are the example's own (a
   Gateway's address, a CA's PEM, a route refused): for those the
   composed part of each resource is renewed and what was observed of it is
-  kept; a resource new in the pass is observed as ``emulation.World`` would.
+  kept; a resource new in the pass is observed as ``controllers.World`` would.
 
 A file whose content would not change is left alone, byte for byte; one that
 changes keeps its leading comment, its documents' order and its keys' order,
@@ -35,16 +35,13 @@ from typing import Any
 import yaml
 from crossplane.function import resource
 
-from e2e import emulation
-from e2e.emulation import (
-    COMPOSITION_RESOURCE_NAME,
-    EXAMPLE_WIDTH,
-    EXAMPLES,
-    STATUS_NAMES,
-    Example,
-    Obj,
-    merge_patch,
-)
+from sim import catalog, controllers, pipeline
+from sim.catalog import COMPOSITION_RESOURCE_NAME, EXAMPLE_WIDTH, EXAMPLES, Example
+from sim.controllers import merge_patch
+from sim.pipeline import STATUS_NAMES
+
+Obj = dict[str, Any]
+
 
 EXPECT_HEADER = "# What the tests check after rendering this example.\n"
 OBSERVED_HEADER = "# Composed resources as Crossplane observes them after the previous pass.\n"
@@ -133,11 +130,11 @@ def expect(example: Example, old: Obj | None = None) -> Obj:
     """What ``example`` shows now: the conditions ``old`` lists (all when there is no
     ``old``) with the keys it lists, and the kinds composed (in ``old``'s order while
     they are the same kinds)."""
-    rsp = emulation.reconcile_example(example)
+    rsp = pipeline.reconcile_example(example)
     reported = {
         c.type: {"status": STATUS_NAMES[c.status], "reason": c.reason} for c in rsp.conditions
     }
-    ready = emulation.xr_ready(rsp)
+    ready = pipeline.xr_ready(rsp)
     reported["Ready"] = {"status": str(ready), "reason": "Available" if ready else "Creating"}
     listed = (old or {}).get("conditions")
     if listed is None:
@@ -160,14 +157,14 @@ def expect(example: Example, old: Obj | None = None) -> Obj:
 def observed(walk: Walk, root: Path = EXAMPLES) -> list[Obj]:
     """The documents of ``walk.after``'s observed.yaml: what ``walk.before`` composes, observed."""
     before, after = Example(root / walk.before), Example(root / walk.after)
-    rsp = emulation.reconcile_example(before)
+    rsp = pipeline.reconcile_example(before)
     desired = {k: resource.struct_to_dict(r.resource) for k, r in rsp.desired.resources.items()}
     was = after.observed
     if walk.derived:
         owner = str(after.xr["metadata"]["name"])
-        found = whole(emulation.World({}).observe(desired, owner=owner, previous=was))
+        found = whole(controllers.World({}).observe(desired, owner=owner, previous=was))
     else:
-        trust = emulation.bundles_of(desired.values())
+        trust = controllers.bundles_of(desired.values())
         found = {
             key: renewed(key, obj, was.get(key), owner=before.xr, bundles=trust)
             for key, obj in desired.items()
@@ -190,11 +187,13 @@ def renewed(
     """
     if was is None:
         owned_by = str(owner["metadata"]["name"])
-        return emulation.World({}).observe_one(key, desired, owner=owned_by, bundles=bundles)
+        return controllers.World({}).observe_one(key, desired, owner=owned_by, bundles=bundles)
     desired = copy.deepcopy(desired)
     meta = desired.setdefault("metadata", {})
     meta.setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-    obj = emulation.finalized({**desired, "metadata": merge_patch(was.get("metadata") or {}, meta)})
+    obj = controllers.finalized(
+        {**desired, "metadata": merge_patch(was.get("metadata") or {}, meta)}
+    )
     if "crossplane" in (was.get("spec") or {}):
         obj["spec"] = {**desired.get("spec", {}), "crossplane": was["spec"]["crossplane"]}
     if "status" in was:
@@ -232,7 +231,7 @@ def _header(path: Path, default: str) -> str:
 
 def write(path: Path, docs: list[Obj], *, header: str, single: bool = False) -> bool:
     """Write ``docs`` to ``path`` unless it holds them already; whether it was written."""
-    old = emulation.documents(path)
+    old = catalog.documents(path)
     if path.exists() and whole(old) == whole(docs):
         return False
     if not docs and not single:

@@ -43,9 +43,9 @@ from typing import Any
 import yaml
 
 from e2e import functions, pinned
-from e2e.emulation import patched
 from e2e.fleet import Fleet, Obj, placed
 from e2e.pki import KeyPair, ca, leaf
+from sim.controllers import patched
 
 REPO = functions.REPO
 TOOLS_GO_MOD = REPO / "tools" / "egctl" / "go.mod"

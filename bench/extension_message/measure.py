@@ -64,10 +64,10 @@ from typing import Any, NamedTuple
 
 from bench.world import long_name
 from e2e import dataplane, functions, translate
-from e2e.emulation import patched
 from e2e.fleet import Fleet, Obj, XRKey
 from fleetgate.core import names
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
+from sim.controllers import patched
 
 HERE = Path(__file__).resolve().parent
 EXTMSG = Path(os.environ.get("EXTMSG", "/tmp/extmsg/extmsg"))

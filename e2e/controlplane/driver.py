@@ -18,8 +18,9 @@ from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Kube, Obj
 from e2e.driver import Check, Ref, Route, remote_ref, routes_of, trusted_bundle
-from e2e.fleet import XRKey, describe, fingerprint, key_of
+from e2e.fleet import XRKey, describe, key_of
 from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
+from sim.loop import fingerprint
 
 AIGW = "aigateway.envoyproxy.io/v1beta1"
 EG = "gateway.envoyproxy.io/v1alpha1"

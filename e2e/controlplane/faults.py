@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2e import emulation, xrds
+from e2e import xrds
 from e2e.controlplane import calls, drills, envoygateway, fleet, packages
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.driver import ControlPlane
@@ -44,6 +44,7 @@ from e2e.fleet import XRKey
 from fleetgate.core import reachability
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from package import build
+from sim import catalog
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_S = 1.0
@@ -384,7 +385,7 @@ def _every_xr_reconciles(plane: Plane, version: str) -> None:
 def _function_per_kind() -> dict[str, str]:
     """XR kind → the Function object its Composition's pipeline calls, as packaged."""
     packaged = build.function_references(f"{packages.UPSTREAM}/fleetgate")
-    return {kind: packaged[fn.name] for kind, fn in emulation.registry().items()}
+    return {kind: packaged[fn.name] for kind, fn in catalog.registry().items()}
 
 
 def _unreachable_reports(plane: Plane) -> dict[str, str]:

@@ -17,7 +17,7 @@ from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
 from e2e.controlplane.kube import ApiError, Obj, condition, is_true
 from e2e.fleet import EXAMPLE as FLEET
-from e2e.fleet import KIND_ORDER
+from sim.catalog import KIND_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
 API = "fleetgate.dev/v1alpha1"

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from e2e import pki, translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
-from e2e.fleet import World, without_times
+from sim.controllers import World
+from sim.loop import without_times
 
 INTERVAL_S = 1.0
 CERT_MANAGER = "cert-manager.io/v1"

@@ -26,10 +26,11 @@ from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
 from e2e.controlplane.standins import Controllers
-from e2e.fleet import World, load_world
+from e2e.fleet import load_world
 from e2e.functions import free_port
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_cluster import stack
+from sim.controllers import World
 
 REPO = Path(__file__).resolve().parents[2]
 TRUST_MANAGER = next(c for c in stack.CHARTS if c.key == "trust-manager")

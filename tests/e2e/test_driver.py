@@ -3,9 +3,9 @@
 import pytest
 
 from e2e.driver import trust_problems, trusted_bundle
-from e2e.emulation import merge_patch
 from e2e.fleet import Obj
 from fleetgate.core import names
+from sim.controllers import merge_patch
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from e2e.emulation import NotSettledError, until_settled
+from sim.loop import NotSettledError, until_settled
 
 
 def passes_through(*states: str) -> tuple[list[int], Callable[[int], str]]:

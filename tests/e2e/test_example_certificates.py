@@ -7,8 +7,9 @@ import pytest
 import yaml
 from cryptography import x509
 
-from e2e import example_cas, pki, render
+from e2e import example_cas, pki
 from e2e.fleet import documents
+from sim import catalog
 
 SOON = datetime.timedelta(days=365)
 
@@ -17,13 +18,13 @@ def test_every_published_ca_outlives_the_tests() -> None:
     """A CA kept in an example must not expire under the tests (Envoy Gateway refuses it)."""
     soon = datetime.datetime.now(datetime.UTC) + SOON
     expiring, seen = [], 0
-    for path in sorted(render.EXAMPLES.rglob("*.yaml")):
+    for path in sorted(catalog.EXAMPLES.rglob("*.yaml")):
         for pem in example_cas.pems(list(yaml.safe_load_all(path.read_text()))):
             cert = x509.load_pem_x509_certificate(pem.encode())
             seen += 1
             if cert.not_valid_after_utc < soon:
                 expiring.append(
-                    f"{path.relative_to(render.EXAMPLES)}: {cert.subject.rfc4514_string()}"
+                    f"{path.relative_to(catalog.EXAMPLES)}: {cert.subject.rfc4514_string()}"
                 )
     assert seen > 0
     assert expiring == [], "reissue them: python -m e2e.example_cas"

@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from e2e import functions, render, secretsearch
+from sim import catalog
 
-EXAMPLES = render.discover()
+EXAMPLES = catalog.discover()
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +43,7 @@ def test_there_are_examples() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_renders_as_expected(
-    example: render.Example, rendered: dict[str, list[dict[str, Any]]]
+    example: catalog.Example, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
     xr, composed, _ = render.split(rendered[example.name])
     expect = example.expect
@@ -57,7 +58,7 @@ def test_example_renders_as_expected(
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_leaks_no_secret(
-    example: render.Example, rendered: dict[str, list[dict[str, Any]]]
+    example: catalog.Example, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
     output = yaml.safe_dump_all(rendered[example.name])
     assert secretsearch.leaks(secretsearch.needles(example.required), [output]) == []
@@ -65,6 +66,6 @@ def test_example_leaks_no_secret(
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_validates_against_pinned_schemas(
-    example: render.Example, rendered: dict[str, list[dict[str, Any]]]
+    example: catalog.Example, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
     assert render.validate_rendered(example, rendered[example.name]) == []

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import promtool, render
+from e2e import promtool
 from fleetgate.core import metrics
 from fleetgate.inference_cluster import dashboard
 from fleetgate.model_service.alerts import (
@@ -31,10 +31,11 @@ from fleetgate.model_service.alerts import (
 )
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import FAILOVER_ALERTS_KEY
+from sim import catalog
 from tests.support import request, run
 from tests.support.model_service import manifest
 
-EXAMPLE = render.EXAMPLES / "model-service" / "failover-alerts" / "xr.yaml"
+EXAMPLE = catalog.EXAMPLES / "model-service" / "failover-alerts" / "xr.yaml"
 OWN = {"namespace": "team-a", "modelservice": "chat", "gateway": "public"}
 WINDOW = "0+{}x60"  # a counter growing by {} requests every minute for an hour
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from e2e import emulation, snapshots
+from e2e import snapshots
+from sim import catalog
 
-EXAMPLES = emulation.EXAMPLES
+EXAMPLES = catalog.EXAMPLES
 SERVING = "model-deployment/gpu-two-clusters/2-serving"
 SCENARIO = "inference-cluster/walk-8-gateway"
 
@@ -22,7 +23,7 @@ def test_the_snapshots_are_current() -> None:
 
 def test_every_walk_names_two_examples_of_one_kind() -> None:
     for walk in snapshots.WALKS:
-        before, after = (emulation.Example(EXAMPLES / name) for name in (walk.before, walk.after))
+        before, after = (catalog.Example(EXAMPLES / name) for name in (walk.before, walk.after))
         assert before.xr["kind"] == after.xr["kind"], walk
     assert {w.before.split("/")[0] for w in snapshots.WALKS} == {
         "inference-cluster",

@@ -6,7 +6,8 @@ from typing import Any, cast
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Kube, Obj
 from e2e.controlplane.standins import AIGW, Controllers
-from e2e.fleet import World, without_times
+from sim.controllers import World
+from sim.loop import without_times
 
 NAMESPACE = "fleetgate-system"
 GATEWAY = "fleetgate-gw-public"

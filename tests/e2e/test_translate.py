@@ -18,11 +18,13 @@ import pytest
 
 from e2e import dataplane, functions, render, translate
 from e2e.dataplane import Cluster
-from e2e.fleet import Fleet, Obj, patch_applied, without_times
+from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import CALLER_ACCESS_KEY
+from sim.controllers import patch_applied
+from sim.loop import without_times
 from tests.support import request, run
 
 Check = Callable[[Fleet, dict[str, Cluster]], list[str]]

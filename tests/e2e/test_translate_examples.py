@@ -21,19 +21,21 @@ import pytest
 import yaml
 
 from e2e import dataplane, functions, render, translate
-from e2e.fleet import COMPOSITION_RESOURCE_NAME, World, as_stored
+from sim import catalog
+from sim.catalog import COMPOSITION_RESOURCE_NAME
+from sim.controllers import World, as_stored
 
 GATEWAY_FUNCTIONS = ("compose-inference-cluster", "compose-inference-gateway")
 
 
-def composes_a_gateway(example: render.Example) -> bool:
+def composes_a_gateway(example: catalog.Example) -> bool:
     """It composes a Gateway, or will once its Secret copies are filled."""
     expect = example.expect or {}
     ready = (expect.get("conditions") or {}).get("GatewayReady") or {}
     return "Gateway" in expect.get("composed", []) or ready.get("reason") == "WaitingForSecrets"
 
 
-EXAMPLES = [e for e in render.discover() if composes_a_gateway(e)]
+EXAMPLES = [e for e in catalog.discover() if composes_a_gateway(e)]
 # The CAs the examples publish are reissued long-lived by `python -m
 # e2e.example_cas` (Envoy Gateway refuses an expired client CA): a one-day CA
 # kept in a file once failed the inference-cluster examples here.
@@ -61,7 +63,7 @@ def _ready(obj: dict[str, Any] | None) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def settled(example: render.Example, tmp_path: Any) -> list[Any]:
+def settled(example: catalog.Example, tmp_path: Any) -> list[Any]:
     """What the example composes once every Secret copy it composes is filled on the cluster."""
     observed = {
         d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d
@@ -92,7 +94,7 @@ def settled(example: render.Example, tmp_path: Any) -> list[Any]:
 
 @pytest.mark.parametrize("example", CASES)
 def test_envoy_gateway_accepts_what_the_example_composes(
-    running: dict[str, str], example: render.Example, tmp_path: Any
+    running: dict[str, str], example: catalog.Example, tmp_path: Any
 ) -> None:
     composed = settled(example, tmp_path)
     secrets = [as_stored(d) for d in example.required if d.get("kind") == "Secret"]

@@ -6,7 +6,7 @@ Crossplane's function runner: first call with nothing resolved, then resolve
 every requirement the function declared from the world and call again, until
 the requirements stop changing. ``walk`` repeats that pass after pass, feeding
 each pass's desired state back as observed state the way the controllers
-would (``e2e.emulation.World.observe``: each controller's status, Gateway
+would (``e2e.controllers.World.observe``: each controller's status, Gateway
 addresses, trust-manager ConfigMaps with real PEMs, Ready as each readiness
 policy derives it) and the XR's status back into the XR.
 """
@@ -22,18 +22,19 @@ from typing import Any
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import emulation
-from e2e.emulation import COMPOSITION_RESOURCE_NAME, Answer, Unresolved
 from e2e.fleet import EXAMPLE, Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
+from sim import catalog, pipeline
+from sim.catalog import COMPOSITION_RESOURCE_NAME
+from sim.pipeline import Answer, Unresolved
 from tests.support import CONTROLLERS
 
 Obj = dict[str, Any]
 
-# XR kind → its function, from the repository's files (e2e.emulation.registry).
-KINDS = list(emulation.registry())
-SCRIPTS = {kind: fn.name for kind, fn in emulation.registry().items()}
+# XR kind → its function, from the repository's files (e2e.catalog.registry).
+KINDS = list(catalog.registry())
+SCRIPTS = {kind: fn.name for kind, fn in catalog.registry().items()}
 # What Crossplane's function runner lets a response be by default (the SDK's
 # --max-send-message-size default, 4 MB).
 MESSAGE_LIMIT = 4 * 1024 * 1024
@@ -44,7 +45,7 @@ INTERNAL_ERROR = "internal error"
 def composer(kind: str) -> Composer:
     """The function of ``kind``, imported on first use: one function that does not
     import fails its own cases only."""
-    return emulation.registry()[kind].compose
+    return catalog.registry()[kind].compose
 
 
 def request(
@@ -54,7 +55,7 @@ def request(
     required: dict[str, list[Obj]] | None = None,
     tag: str = TAG,
 ) -> fnv1.RunFunctionRequest:
-    return emulation.request(xr, observed=observed, required=required, tag=tag)
+    return pipeline.request(xr, observed=observed, required=required, tag=tag)
 
 
 @dataclass
@@ -113,7 +114,7 @@ def reconcile(
     def in_process(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionResponse:
         return run_composer(composer(kind), req)
 
-    req, rsp = emulation.reconcile(
+    req, rsp = pipeline.reconcile(
         answer or in_process, xr, world, observed, unresolved=unresolved, tag=TAG
     )
     return Call(req, rsp)
@@ -240,7 +241,7 @@ def rendered(xr: Obj, answered: Call) -> list[Obj]:
     """An answer as ``crossplane render --include-function-results`` prints it."""
     rsp = answered.rsp
     desired = answered.desired
-    status = emulation.xr_status(rsp)
+    status = pipeline.xr_status(rsp)
     out: list[Obj] = [{**xr, "status": status}]
     meta = xr.get("metadata") or {}
     for name in sorted(desired):

@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2e import render, secretsearch, validate
+from e2e import secretsearch, validate
 from fleetgate.core.reconcile import MESSAGE_MAX
 from fleetgate.core.runner import encode, run_composer
+from sim import catalog
 from tests.hardening import harness
 from tests.hardening.conftest import LOGGED
 from tests.hardening.harness import INTERNAL_ERROR, KINDS, MESSAGE_LIMIT, Obj, Walk
@@ -92,7 +93,7 @@ def fingerprint(obj: Obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-XRDS = sorted({t.xrd for t in render.xr_types().values()})
+XRDS = sorted({t.xrd for t in catalog.registry().values()})
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -23,19 +23,20 @@ import pytest
 import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import render, secretsearch
-from e2e.fleet import as_stored
+from e2e import secretsearch
+from sim import catalog
+from sim.controllers import as_stored
 from tests.grpc.process import FUNCTIONS, insecure, raw_call, serving
 from tests.hardening import harness
 from tests.hardening.harness import SCRIPTS, Obj, settle
 
-REPO = render.REPO
+REPO = catalog.REPO
 
 
 def example_secrets() -> list[Obj]:
     """Every Secret in examples/ (required resources and the fleet), as stored."""
     found = []
-    for path in sorted(render.EXAMPLES.rglob("*.yaml")):
+    for path in sorted(catalog.EXAMPLES.rglob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and doc.get("kind") == "Secret":
                 found.append(as_stored(doc))
@@ -99,7 +100,7 @@ class Traffic:
     """Requests to replay, by console script, and whole examples to reconcile."""
 
     requests: dict[str, list[fnv1.RunFunctionRequest]] = field(default_factory=dict)
-    examples: list[render.Example] = field(default_factory=list)
+    examples: list[catalog.Example] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def traffic() -> Traffic:
     fleet = settle()
     fleet_secrets = seeded_fleet_secrets(fleet.secrets, unit_test_values())
     seeded = settle_with(fleet_secrets)
-    out = Traffic({name: [] for name in FUNCTIONS}, render.discover())
+    out = Traffic({name: [] for name in FUNCTIONS}, catalog.discover())
     for answered in seeded:
         kind = answered.req.observed.composite.resource.fields["kind"].string_value
         out.requests[SCRIPTS[kind]].append(answered.req)
@@ -144,7 +145,7 @@ def with_broken_secrets(req: fnv1.RunFunctionRequest) -> fnv1.RunFunctionRequest
     return broken
 
 
-def example_world(example: render.Example) -> tuple[list[Obj], dict[str, Obj]]:
+def example_world(example: catalog.Example) -> tuple[list[Obj], dict[str, Obj]]:
     """An example's required resources (as stored) and observed resources (by composition name)."""
     world = [as_stored(d) if d.get("kind") == "Secret" else d for d in example.required]
     return world, example.observed

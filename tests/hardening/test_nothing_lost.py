@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from e2e.emulation import Unresolved
 from e2e.fleet import XRKey, describe
+from sim.pipeline import Unresolved
 from tests.hardening import harness
 from tests.hardening.harness import KINDS, InProcessFleet, Obj
 

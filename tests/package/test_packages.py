@@ -32,11 +32,12 @@ from celpy.adapter import json_to_cel
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import emulation, pki, render
+from e2e import pki, render
 from e2e.functions import wait_for_port
 from e2e.validate import validate
 from fleetgate.inference_cluster import gaie_crds
 from package import build, debian, oci, wheels
+from sim import catalog
 
 REPO = build.REPO
 TLS_DIR = "/tls/server"  # where Crossplane mounts a function's server certificates
@@ -47,7 +48,7 @@ START_TIMEOUT_S = 30.0
 def _xr_kinds() -> dict[str, tuple[str, str | None]]:
     """Function → the first kind it serves and a namespace if that kind is namespaced."""
     found: dict[str, tuple[str, str | None]] = {}
-    for kind, fn in emulation.registry().items():
+    for kind, fn in catalog.registry().items():
         scope = yaml.safe_load(fn.xrd.read_text())["spec"].get("scope", "Namespaced")  # v2 default
         found.setdefault(fn.name, (kind, "team-a" if scope == "Namespaced" else None))
     return found

@@ -8,11 +8,12 @@ from typing import Any
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import emulation
-from e2e.emulation import STATUS_NAMES, Example, xr_ready
 from fleetgate.core.runner import Composer, run_composer
+from sim import controllers, loop, pipeline
+from sim.catalog import Example
+from sim.pipeline import STATUS_NAMES, xr_ready
 
-__all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, e2e.emulation's
+__all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, sim.pipeline's
 
 
 SEVERITY_NAMES = {
@@ -28,10 +29,10 @@ def request(
     required: dict[str, list[dict[str, Any]]] | None = None,
     observed: dict[str, dict[str, Any]] | None = None,
 ) -> fnv1.RunFunctionRequest:
-    """A request as Crossplane sends it (``emulation.request``): the XR, required and
+    """A request as Crossplane sends it (``pipeline.request``): the XR, required and
     observed resources. ``required`` maps a requirement name to what Crossplane resolved
     it to; a name that is absent has not been resolved yet."""
-    return emulation.request(xr, required=required, observed=observed, tag="test")
+    return pipeline.request(xr, required=required, observed=observed, tag="test")
 
 
 @dataclass
@@ -104,14 +105,14 @@ def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
 
 def run_example(example: Example) -> Outcome:
     """One reconcile of an example's XR as Crossplane would run it
-    (``emulation.reconcile_example``), every answer checked as ``run`` checks it."""
-    return Outcome(emulation.reconcile_example(example, lambda fn, req: run(fn, req).rsp))
+    (``pipeline.reconcile_example``), every answer checked as ``run`` checks it."""
+    return Outcome(pipeline.reconcile_example(example, lambda fn, req: run(fn, req).rsp))
 
 
-# The workload clusters' controllers (e2e.emulation), one for every offline test of the
+# The workload clusters' controllers (sim.controllers), one for every offline test of the
 # run: the same (cluster, Bundle) holds the same CA in every test, so outputs stay
 # comparable across calls.
-CONTROLLERS = emulation.World(load_balancers={})
+CONTROLLERS = controllers.World(load_balancers={})
 
 
 def next_pass(
@@ -125,7 +126,7 @@ def next_pass(
 ) -> dict[str, dict[str, Any]]:
     """A pass's desired resources as Crossplane observes them on the next pass.
 
-    Each is applied and its cluster's controllers act (``e2e.emulation.World``),
+    Each is applied and its cluster's controllers act (``e2e.controllers.World``),
     a test's own controllers' ``answers`` merged over what they wrote (by
     resource); each is Ready as its own readiness policy derives it from that,
     unless ``not_ready`` lists it (its provider has not reported it yet). An
@@ -166,7 +167,7 @@ def settle(
 ) -> list[Outcome]:
     """One XR reconciled until it rests: each pass ``answer``s with what the last pass left
     ``observe``d (``observed`` before the first), until the desired resources stop
-    changing (``emulation.until_settled``). Every pass's outcome, in order."""
+    changing (``loop.until_settled``). Every pass's outcome, in order."""
     outcomes: list[Outcome] = []
     seen = observed
 
@@ -174,7 +175,7 @@ def settle(
         nonlocal seen
         outcomes.append(answer(seen))
         seen = observe(outcomes[-1])
-        return emulation.fingerprint(outcomes[-1].desired)
+        return loop.fingerprint(outcomes[-1].desired)
 
-    emulation.until_settled(run_pass, "", max_passes=max_passes, what=what)
+    loop.until_settled(run_pass, "", max_passes=max_passes, what=what)
     return outcomes

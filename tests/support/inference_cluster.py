@@ -1,7 +1,7 @@
 """Fixtures for the compose-inference-cluster tests: XRs, fleet gateways, and Crossplane's loop.
 
 ``settle`` plays Crossplane and the providers: it feeds each pass's desired
-resources back as observed ones (``e2e.emulation.World.observe``, with the
+resources back as observed ones (``sim.controllers.World.observe``, with the
 test's own controller answers patched over) until nothing new is composed. Nothing here is
 a test; the tables live in the ``test_inference_cluster*`` modules.
 """
@@ -59,7 +59,7 @@ def manifest_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def cluster_side(address: str | None = ADDRESS, cluster_ca: str | None = None) -> Resources:
-    """What controllers on the cluster add (merge patches over what ``e2e.emulation``'s
+    """What controllers on the cluster add (merge patches over what ``sim.controllers``'
     controllers report): the Gateway's address, trust-manager's CA copy."""
     remote: Resources = {
         "ca-published": {"data": {"ca.crt": cluster_ca or ca_pem("cluster")}},

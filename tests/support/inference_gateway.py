@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from e2e import emulation, pki
+from e2e import pki
 from fleetgate.core import names
 from fleetgate.inference_gateway.composer import compose
+from sim import controllers
 from tests.support import Outcome, next_pass, request, run, secret, settle
 
 NS = "fleetgate-system"
@@ -168,7 +169,7 @@ PROGRAMMED = {
                 "type": "Programmed",
                 "status": "True",
                 "reason": "Programmed",
-                "observedGeneration": emulation.GENERATION,
+                "observedGeneration": controllers.GENERATION,
             }
         ],
     }
@@ -188,7 +189,7 @@ def accepted(status: str = "True", reason: str = "Accepted", message: str = "") 
         "status": status,
         "reason": reason,
         "message": message,
-        "observedGeneration": emulation.GENERATION,
+        "observedGeneration": controllers.GENERATION,
     }
     return {
         "status": {

@@ -14,11 +14,11 @@ import copy
 import json
 from typing import Any
 
-from e2e import emulation
 from e2e.pki import ca
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
+from sim import controllers, pipeline
 from tests.support import CONTROLLERS, Outcome, request, run, secret
 
 NS = "team-a"
@@ -248,7 +248,7 @@ def as_observed(
 
     Every Object reports the remote object in ``status.atProvider.manifest``
     and is Ready as its own readiness policy derives it from that remote
-    object (``emulation.object_ready``): with ``accepted`` the remote
+    object (``controllers.object_ready``): with ``accepted`` the remote
     controllers have accepted everything, otherwise they refused it
     (``refusal`` is the route's message, in the ``NotAccepted`` condition
     Envoy AI Gateway v1.1.0 writes).
@@ -300,9 +300,9 @@ def as_observed(
             }
         else:  # what Envoy Gateway and Envoy AI Gateway report for what they accepted
             remote = CONTROLLERS.remote(remote, "", set())
-        ready = emulation.object_ready(obj, remote)
+        ready = controllers.object_ready(obj, remote)
         obj["metadata"].setdefault("annotations", {})[COMPOSITION_RESOURCE_NAME] = key
-        observed[key] = emulation.applied(obj, remote=remote, ready=ready)
+        observed[key] = controllers.applied(obj, remote=remote, ready=ready)
     return observed
 
 
@@ -328,6 +328,6 @@ def routes_observed(out: Outcome, *, accepted: bool = True, refusal: str = "") -
                 for key, o in sorted(reported.desired.items())
             ],
         }
-        obj["status"] = emulation.xr_status(reported.rsp)
+        obj["status"] = pipeline.xr_status(reported.rsp)
         observed[model_route_key(gw)] = obj
     return observed

@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from e2e.emulation import evaluate
 from fleetgate.core import readiness
 from fleetgate.core.objects import remote_object
+from sim.controllers import evaluate
 
 
 def cond(type_: str, status: str = "True", generation: int | None = 3) -> dict[str, Any]:

@@ -5,11 +5,11 @@ from typing import Any
 
 import pytest
 
-from e2e.emulation import evaluate
 from fleetgate.core import readiness
 from fleetgate.core.names import CLUSTER_GATEWAY, cluster_hostname
 from fleetgate.inference_cluster import builders
 from fleetgate.inference_cluster.composer import compose
+from sim.controllers import evaluate
 from tests.support import Outcome, request, run
 from tests.support.inference_cluster import (
     ADDRESS,

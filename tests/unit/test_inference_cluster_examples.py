@@ -11,7 +11,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 
 from e2e import example_cas, snapshots
-from e2e.emulation import Example
+from sim.catalog import Example
 from tests.support import run_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "inference-cluster"

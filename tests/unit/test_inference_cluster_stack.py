@@ -6,10 +6,11 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import crds, render
+from e2e import crds
 from fleetgate.core import pacing
 from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
+from sim import catalog
 from tests.support import request, run
 from tests.support.inference_cluster import (
     cluster_side,
@@ -177,7 +178,7 @@ GATED_KINDS = [
 def test_envoy_gateway_is_configured_for_every_gated_kind_fleetgate_composes(
     installed: list[Any], kind: str, flag: str
 ) -> None:
-    composing = [e.name for e in render.discover() if kind in e.expect.get("composed", [])]
+    composing = [e.name for e in catalog.discover() if kind in e.expect.get("composed", [])]
     assert composing, f"no example composes a {kind}: drop it from GATED_KINDS"
     values = installed[-1].desired[stack.release_key("envoy-gateway")]["spec"]["forProvider"]
     apis = values["values"]["config"]["envoyGateway"]["extensionApis"]

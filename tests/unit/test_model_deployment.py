@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from e2e import emulation
 from fleetgate.core import names, pacing
 from fleetgate.model_deployment.composer import compose
+from sim import controllers, pipeline
 from tests.support import Outcome, request, run
 
 NS = "team-a"
@@ -118,7 +118,7 @@ def observe(
 
     ``ready_replicas`` overrides the ready count of an engine Deployment by key.
     """
-    clusters = emulation.World(load_balancers={})
+    clusters = controllers.World(load_balancers={})
     return clusters.observe(desired, owner=NAME, ready_replicas=ready_replicas, exists=exists)
 
 
@@ -266,7 +266,7 @@ def test_a_cluster_whose_reconcile_failed_keeps_its_endpoint() -> None:
     changing revision): its Schedulable says nothing, so what it serves stays published
     (withdrawing would delete the ModelEndpoint and take the model off every gateway)."""
     xr, second = serving(deployment(), [EU, US])
-    eu_failed = emulation.after_failed_reconcile(EU)
+    eu_failed = pipeline.after_failed_reconcile(EU)
     third = step(xr, [eu_failed, US], observe(second.desired))
     assert third.desired.keys() == second.desired.keys()
     assert engine_replicas(third) == {label("eu-west"): 1, label("us-east"): 1}
@@ -276,7 +276,7 @@ def test_a_cluster_whose_reconcile_failed_takes_no_new_replicas() -> None:
     """Its Schedulable might have been False: a new replica goes where it is known True."""
     xr, second = serving(deployment(replicas=1), [US])
     xr["spec"]["replicas"] = 2
-    third = step(xr, [emulation.after_failed_reconcile(EU), US], observe(second.desired))
+    third = step(xr, [pipeline.after_failed_reconcile(EU), US], observe(second.desired))
     assert engine_replicas(third) == {label("us-east"): 2}
 
 

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from e2e import functions, render, snapshots, validate
-from e2e.emulation import Example
 from e2e.snapshots import whole
+from sim import catalog
+from sim.catalog import Example
 from tests.support import Outcome, run_example
 from tests.unit.test_model_deployment import observe
 from tests.unit.test_model_deployment_renderers import dynamo_schema
@@ -102,7 +103,7 @@ def experimental_rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[Path
                 shutil.copy(
                     source, copy / ("xr.yaml" if source.name == EXPERIMENTAL_XR else source.name)
                 )
-            rendered[folder] = render.render(render.Example(copy))
+            rendered[folder] = render.render(catalog.Example(copy))
     return rendered
 
 
@@ -126,6 +127,6 @@ def test_experimental_examples_render_and_validate(
     )
     assert kinds == sorted(expect["composed"])
     assert "DynamoGraphDeployment" in kinds
-    xrds = sorted({t.xrd for t in render.xr_types().values()})
+    xrds = sorted({t.xrd for t in catalog.registry().values()})
     schemas = [*xrds, dynamo_schema(tmp_path), CATALOG_CRD]
     assert validate.validate([xr, *composed], extra_schema_files=schemas) == []

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from e2e import emulation
 from fleetgate.core.observed import Observed
 from fleetgate.model_deployment.providers import PROVIDERS
 from fleetgate.model_deployment.providers.base import Manifest, RemotePart, Workload
+from sim import controllers
 from tests.support import Outcome
 from tests.unit.test_model_deployment import NAME, cluster, deployment, remote, step, then
 from tests.unit.test_model_deployment_renderers import LONG, engine, workload
@@ -158,7 +158,7 @@ def _set_key(out: Outcome) -> str:
 
 def observed_with(out: Outcome, status: dict[str, Any]) -> dict[str, Any]:
     """``out`` applied, the InferenceSet's controller having written ``status``."""
-    world = emulation.World(load_balancers={})
+    world = controllers.World(load_balancers={})
     answers = {_set_key(out): {"status": status}}
     return world.observe(out.desired, owner=NAME, answers=answers)
 

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import emulation, xrds
+from e2e import xrds
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.core.secrets import is_holder
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import model_route_key, model_route_name
+from sim import pipeline
 from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (
     API,
@@ -667,7 +668,7 @@ def test_an_endpoint_whose_reconcile_failed_changes_nothing() -> None:
     observed = routes_observed(composed)
     accepted = run(compose, request(CANARY, required=canary_fleet(), observed=observed))
     required = canary_fleet()
-    failed = required["endpoints-1"][0] = emulation.after_failed_reconcile(
+    failed = required["endpoints-1"][0] = pipeline.after_failed_reconcile(
         required["endpoints-1"][0]
     )
     xr = copy.deepcopy(CANARY)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from e2e import snapshots
-from e2e.emulation import Example
+from sim.catalog import Example
 from tests.support import Outcome, run_example
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-service"

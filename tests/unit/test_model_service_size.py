@@ -16,7 +16,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from bench.settle import Reconciler, Settled
 from bench.workloads import Workload, service
 from e2e import xrds
-from e2e.emulation import World
+from sim.controllers import World
 
 # gRPC's default maximum message size, which Crossplane and the SDK keep.
 MESSAGE_LIMIT = 4 * 1024 * 1024

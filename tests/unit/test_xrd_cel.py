@@ -25,11 +25,12 @@ import yaml
 from celpy.adapter import json_to_cel
 from pydantic import ValidationError
 
-from e2e import emulation, xrds
+from e2e import xrds
 from fleetgate.core.models import LabelSelector
+from sim import catalog
 
 # Every XRD's rules, ModelRoute's (internal, composed by ModelService) too.
-XRDS = {kind: fn.xrd for kind, fn in emulation.registry().items()}
+XRDS = {kind: fn.xrd for kind, fn in catalog.registry().items()}
 
 # Standard CEL only: a Kubernetes library function (isIP, url, ip, format,
 # split, lowerAscii, quantity, ...) would not evaluate here, and a rule that

@@ -1,75 +1,36 @@
-"""Crossplane, its API server and the workload clusters' controllers, played once for everyone.
+"""The API server, provider-kubernetes and the workload clusters' controllers.
 
-Every offline consumer (the unit, hardening and gRPC tests, the benchmarks,
-the render walk and the e2e drivers) needs the same things, and takes
-them from here so that they cannot drift apart:
-
-* the function registry: each XR kind with the function its Composition's
-  (single) step runs, that function's console script, the XRD and the
-  Composition, read from ``apis/``, ``compositions/`` and ``pyproject.toml``;
-* the examples: ``examples/**/xr.yaml`` folders with their required and
-  observed resources and what they expect;
-* Crossplane's side of a call: requirements resolved from what the control
-  plane holds (``reconcile``, ``reconcile_example``) and the status it writes
-  to an XR from the answer (``xr_status``, ``xr_ready``);
-* when to stop: passes run until one changes nothing, and fail at once when
-  they oscillate (``until_settled``, the one stop rule of every walk);
-* observation: composed resources as Crossplane hands them back on the next
-  pass once the controllers acted (``World.observe``: each remote
-  controller's status, Gateway addresses, trust-manager ConfigMaps holding
-  real PEM certificates, Ready derived from each Object's readiness policy
-  as provider-kubernetes does; ``applied`` for a scenario's own answers),
-  and Secrets as the API server stores them.
+Composed resources as Crossplane observes them on the next pass once they
+are applied and their controllers acted (``World.observe``: each remote
+controller's status, Gateway addresses, trust-manager ConfigMaps holding real
+PEM certificates, Ready derived from each Object's readiness policy as
+provider-kubernetes does; ``applied`` for a scenario's own answers), and
+Secrets as the API server stores them.
 """
 
 import base64
 import copy
 import hashlib
-import importlib
 import json
 import re
-import tomllib
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import celpy
-import yaml
 from celpy.adapter import json_to_cel
-from crossplane.function import resource
-from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from e2e.pki import KeyPair, ca
-from fleetgate.core.runner import Composer, run_composer
+from sim.catalog import COMPOSITION_RESOURCE_NAME, KIND_ORDER
 
 Obj = dict[str, Any]
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-# The line width the examples' YAML is written with (e2e.example_cas rewrites
-# the CAs in them, e2e.snapshots the observed state).
-EXAMPLE_WIDTH = 100
-
-COMPOSITION_RESOURCE_NAME = "crossplane.io/composition-resource-name"
 # The one time this walk's controllers write: render stamps a fixed time too.
 SIMULATED_AT = "2024-01-01T00:00:00Z"
 PROVIDER_FINALIZER = "finalizer.managedresource.crossplane.io"
 # How this walk's controllers word their conditions (``applied``'s arguments).
 SIMULATED: dict[str, Any] = {"reason": "Simulated", "synced": "Simulated", "stamp": SIMULATED_AT}
-# Dependency order: each kind reads what the kinds before it publish, so one
-# pass usually carries a change all the way through.
-KIND_ORDER = [
-    "InferenceCluster",
-    "InferenceGateway",
-    "ModelDeployment",
-    "ModelEndpoint",
-    "ModelService",
-    "ModelRoute",  # composed by a ModelService, one per serving gateway
-]
-
-
 # --- the API server and the workload clusters' controllers ---------------------------
 
 
@@ -81,22 +42,6 @@ def as_stored(secret: Obj) -> Obj:
         data[k] = base64.b64encode(str(v).encode()).decode()
     stored["data"] = data
     return stored
-
-
-TIMES = frozenset({"lastTransitionTime", "lastUpdateTime"})  # a condition's clock fields
-
-
-def without_times(value: Any) -> Any:
-    """``value`` without a condition's times: render stamps a fixed time, real servers do not."""
-    if isinstance(value, dict):
-        return {k: without_times(v) for k, v in value.items() if k not in TIMES}
-    if isinstance(value, list):
-        return [without_times(v) for v in value]
-    return value
-
-
-def fingerprint(value: Any) -> str:
-    return hashlib.sha256(json.dumps(without_times(value), sort_keys=True).encode()).hexdigest()
 
 
 def bundles_of(composed: Iterable[Obj]) -> set[tuple[str, str]]:
@@ -343,332 +288,7 @@ def _simulated(type_: str, reason: str, message: str) -> Obj:
 
 
 def _cond(type_: str, status: str = "True") -> Obj:
-    return _condition(type_, status, "Simulated", SIMULATED_AT)
-
-
-# --- the function registry ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Function:
-    """An XR kind and what serves it, as the repository's files say."""
-
-    kind: str
-    name: str  # the Function's name, which is also its console script: compose-...
-    script: str  # the console script's target: "fleetgate.<package>.main:cli"
-    xrd: Path
-    composition: Path
-    input: Obj | None = None  # the Composition step's input, sent with every request
-
-    @property
-    def compose(self) -> Composer:
-        """The function's composer, imported on first use: one that does not import
-        fails its own callers only."""
-        module = importlib.import_module(self.script.split(":")[0])
-        compose: Composer = module.compose
-        return compose
-
-
-@cache
-def registry() -> dict[str, Function]:
-    """XR kind → the function its Composition's step runs, in ``KIND_ORDER``."""
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    steps = {}
-    for path in sorted((REPO / "compositions").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc.get("kind") == "Composition":
-                steps[doc["spec"]["compositeTypeRef"]["kind"]] = (path, doc["spec"]["pipeline"][0])
-    found = {}
-    for xrd in sorted((REPO / "apis").glob("*/definition.yaml")):
-        kind = yaml.safe_load(xrd.read_text())["spec"]["names"]["kind"]
-        composition, step = steps[kind]
-        name = step["functionRef"]["name"]
-        found[kind] = Function(kind, name, scripts[name], xrd, composition, step.get("input"))
-    if sorted(found) != sorted(KIND_ORDER):
-        raise RuntimeError(f"KIND_ORDER {KIND_ORDER} does not list the XRDs' kinds {sorted(found)}")
-    return {kind: found[kind] for kind in KIND_ORDER}
-
-
-# --- the examples ---------------------------------------------------------------------
-
-
-def documents(path: Path) -> list[Obj]:
-    """Every document of a YAML file, none when it does not exist."""
-    return [d for d in yaml.safe_load_all(path.read_text()) if d] if path.exists() else []
-
-
-@dataclass(frozen=True)
-class Example:
-    """An example folder: ``xr.yaml``, and optionally ``required.yaml`` (resources the
-    function asks Crossplane for), ``observed.yaml`` (composed resources as they exist)
-    and ``expect.yaml`` (what the tests check)."""
-
-    path: Path
-    xr_file: str = "xr.yaml"
-
-    @property
-    def name(self) -> str:
-        inside = self.path.is_relative_to(EXAMPLES)
-        return str(self.path.relative_to(EXAMPLES)) if inside else str(self.path)
-
-    @property
-    def xr(self) -> Obj:
-        data: Obj = yaml.safe_load((self.path / self.xr_file).read_text())
-        return data
-
-    @property
-    def type(self) -> Function:
-        return registry()[self.xr["kind"]]
-
-    def optional(self, filename: str) -> Path | None:
-        path = self.path / filename
-        return path if path.exists() else None
-
-    @property
-    def required(self) -> list[Obj]:
-        return documents(self.path / "required.yaml")
-
-    @property
-    def observed(self) -> dict[str, Obj]:
-        """The observed resources by composition resource name, as Crossplane sends them."""
-        return {
-            d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d
-            for d in documents(self.path / "observed.yaml")
-        }
-
-    @property
-    def expect(self) -> Obj:
-        path = self.optional("expect.yaml")
-        return yaml.safe_load(path.read_text()) if path else {}
-
-
-def discover(root: Path = EXAMPLES) -> list[Example]:
-    return [Example(p.parent) for p in sorted(root.rglob("xr.yaml"))]
-
-
-# --- requirements, resolved as Crossplane's function runner resolves them -------------
-
-# Crossplane stops asking once requirements are stable; it gives up after a few rounds.
-MAX_ROUNDS = 5
-Answer = Callable[[fnv1.RunFunctionRequest], fnv1.RunFunctionResponse]
-Unresolved = Callable[[fnv1.ResourceSelector], bool]
-
-
-def selects(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
-    """Whether Crossplane would return ``obj`` for ``selector``."""
-    meta = obj.get("metadata") or {}
-    if (obj.get("apiVersion"), obj.get("kind")) != (selector.api_version, selector.kind):
-        return False
-    if selector.HasField("namespace") and meta.get("namespace", "") != selector.namespace:
-        return False
-    if selector.WhichOneof("match") == "match_name":
-        return bool(meta.get("name") == selector.match_name)
-    labels = meta.get("labels") or {}
-    return all(labels.get(k) == v for k, v in selector.match_labels.labels.items())
-
-
-def resolve(selector: fnv1.ResourceSelector, world: Iterable[Obj]) -> list[Obj]:
-    """What Crossplane returns for ``selector``: matching objects, sorted by namespace and name."""
-    found = [obj for obj in world if _selected(selector, obj)]
-    return sorted(found, key=lambda o: (_meta(o, "namespace"), _meta(o, "name")))
-
-
-def _selected(selector: fnv1.ResourceSelector, obj: Obj) -> bool:
-    """``selects``; a malformed object (labels not a map) of the kind asked for is handed over."""
-    try:
-        return selects(selector, obj)
-    except AttributeError:
-        return (obj.get("apiVersion"), obj.get("kind")) == (selector.api_version, selector.kind)
-
-
-def _meta(obj: Obj, key: str) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get(key) or "") if isinstance(meta, dict) else ""
-
-
-def request(
-    xr: Obj,
-    *,
-    observed: dict[str, Obj] | None = None,
-    required: dict[str, list[Obj]] | None = None,
-    input: Obj | None = None,
-    tag: str = "emulation",
-) -> fnv1.RunFunctionRequest:
-    """A request as Crossplane sends it: the XR, observed and required resources, input."""
-    req = fnv1.RunFunctionRequest(meta=fnv1.RequestMeta(tag=tag))
-    req.observed.composite.resource.update(xr)
-    for name in sorted(observed or {}):
-        req.observed.resources[name].resource.update((observed or {})[name])
-    for key in sorted(required or {}):
-        items = req.required_resources[key]
-        for obj in (required or {})[key]:
-            items.items.add().resource.update(obj)
-    if input is not None:
-        req.input.update(input)
-    return req
-
-
-def reconcile(
-    answer: Answer,
-    xr: Obj,
-    world: list[Obj],
-    observed: dict[str, Obj] | None = None,
-    *,
-    unresolved: Unresolved | None = None,
-    input: Obj | None = None,
-    tag: str = "emulation",
-    strict: bool = False,
-) -> tuple[fnv1.RunFunctionRequest, fnv1.RunFunctionResponse]:
-    """One reconcile of ``xr``: call, resolve the requirements from ``world``, call again,
-    until the requirements stop changing (as Crossplane does, for ``MAX_ROUNDS`` at
-    most: ``strict`` raises when they did not settle by then, else the last answer is
-    returned). Requirements whose selector ``unresolved`` picks stay unresolved, as
-    when Crossplane has not looked them up yet."""
-    resolved: dict[str, list[Obj]] = {}
-    req = request(xr, observed=observed, input=input, tag=tag)
-    rsp = answer(req)
-    for _ in range(MAX_ROUNDS):
-        wanted = {
-            key: resolve(sel, world)
-            for key, sel in rsp.requirements.resources.items()
-            if unresolved is None or not unresolved(sel)
-        }
-        if wanted == resolved:
-            break
-        resolved = wanted
-        req = request(xr, observed=observed, required=resolved, input=input, tag=tag)
-        rsp = answer(req)
-    else:
-        if strict:
-            raise RuntimeError(f"the requirements of {describe(xr)} did not settle")
-    return req, rsp
-
-
-def describe(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
-    return f"{obj.get('kind')} {where}{meta.get('name')}"
-
-
-def reconcile_example(
-    example: Example,
-    run: Callable[[Composer, fnv1.RunFunctionRequest], fnv1.RunFunctionResponse] = run_composer,
-) -> fnv1.RunFunctionResponse:
-    """An example's XR answered in process, as ``crossplane render`` would have it answered:
-    its Composition step's input, requirements resolved from ``required.yaml``, and the
-    composed resources of ``observed.yaml``. ``run`` calls the function (a test's own
-    checks on every answer)."""
-    fn = registry()[example.xr["kind"]]
-    world = [as_stored(d) if d.get("kind") == "Secret" else d for d in example.required]
-    _, rsp = reconcile(
-        lambda req: run(fn.compose, req),
-        example.xr,
-        world,
-        example.observed,
-        input=fn.input,
-        strict=True,
-    )
-    return rsp
-
-
-STATUS_NAMES = {
-    fnv1.STATUS_CONDITION_TRUE: "True",
-    fnv1.STATUS_CONDITION_FALSE: "False",
-    fnv1.STATUS_CONDITION_UNKNOWN: "Unknown",
-}
-
-
-def xr_ready(rsp: fnv1.RunFunctionResponse) -> bool:
-    """Whether Crossplane v2.2 marks the XR Ready after this response.
-
-    The function's verdict for the XR if it gave one; otherwise every
-    composed resource must be marked READY_TRUE (crossplane v2.2.0
-    internal/controller/apiextensions/composite/reconciler.go:813-851,
-    composition_functions.go:527-531; ``crossplane render`` the same,
-    cmd/crank/render/render.go:372-423).
-    """
-    ready = rsp.desired.composite.ready
-    if ready != fnv1.READY_UNSPECIFIED:
-        return bool(ready == fnv1.READY_TRUE)
-    return all(r.ready == fnv1.READY_TRUE for r in rsp.desired.resources.values())
-
-
-def xr_status(
-    rsp: fnv1.RunFunctionResponse, *, stamp: str | None = None, synced: bool = False
-) -> Obj:
-    """The status Crossplane writes to an XR from its function's response.
-
-    The desired status, each condition the function set (its message only
-    when it has one: the field is ``omitempty``), and Ready as Crossplane
-    derives it (``xr_ready``); with ``synced`` the Synced of a reconcile that
-    succeeded. ``stamp`` is every condition's lastTransitionTime, when given.
-    """
-    written = resource.struct_to_dict(rsp.desired.composite.resource).get("status")
-    status = dict(written) if isinstance(written, dict) else {}
-    conditions = []
-    for c in rsp.conditions:
-        found = _condition(c.type, STATUS_NAMES[c.status], c.reason, None)
-        if c.message:
-            found["message"] = c.message
-        if stamp is not None:
-            found["lastTransitionTime"] = stamp
-        conditions.append(found)
-    conditions.append(_condition("Ready", str(xr_ready(rsp)), "Available", stamp))
-    if synced:
-        conditions.append(_condition("Synced", "True", "ReconcileSuccess", stamp))
-    status["conditions"] = conditions
-    return status
-
-
-SYSTEM_CONDITIONS = frozenset({"Ready", "Synced", "Healthy", "UpToDate", "Responsive"})
-
-
-def after_failed_reconcile(xr: Obj) -> Obj:
-    """``xr`` as Crossplane leaves it when its pipeline fails (a function unreachable
-    or answering fatally): each condition a function set turns Unknown, reason
-    FatalError; status fields stay (v2.4.0 internal/controller/apiextensions/
-    composite/reconciler.go:790-802; the system types: its apis module v2.4.0,
-    apiextensions/v1/conditions.go:152-160 and core/v2/condition.go:144-151)."""
-    failed = copy.deepcopy(xr)
-    for c in failed.get("status", {}).get("conditions", []):
-        if c["type"] not in SYSTEM_CONDITIONS:
-            c.update(
-                status="Unknown",
-                reason="FatalError",
-                message="A fatal error occurred before the status of this condition "
-                "could be determined.",
-            )
-    return failed
-
-
-# --- passes, until the control plane is at rest ----------------------------------------
-
-
-class NotSettledError(RuntimeError):
-    """Passes kept changing what the control plane holds, or a function refused its input."""
-
-
-def until_settled(
-    run_pass: Callable[[int], str], before: str, *, max_passes: int, what: str, start: int = 1
-) -> int:
-    """Run passes until one leaves the state as it found it; the number of that pass.
-
-    ``run_pass(number)`` runs one pass (every XR reconciled once, its composed
-    resources observed) and returns the ``fingerprint`` of the state after it;
-    ``before`` is the state's before the first. A real control plane at rest
-    is where a reconcile changes nothing: that pass's request is what
-    Crossplane sends from then on. A pass that returns to an older state
-    oscillates and never will: raised at once, as is running out of passes.
-    """
-    seen = [before]
-    for number in range(start, start + max_passes):
-        state = run_pass(number)
-        if state == seen[-1]:
-            return number
-        if state in seen:
-            raise NotSettledError(f"{what} oscillates: pass {number} returned to an earlier state")
-        seen.append(state)
-    raise NotSettledError(f"{what} did not settle in {max_passes} passes")
+    return condition(type_, status, "Simulated", SIMULATED_AT)
 
 
 # --- provider-kubernetes and working clusters, per composed Object ---------------------
@@ -703,8 +323,8 @@ def applied(
         status["atProvider"] = {"manifest": copy.deepcopy(remote)}
     why = reason if reason is not None else ("Available" if ready else "Creating")
     status["conditions"] = [
-        _condition("Ready", str(ready), why, stamp),
-        _condition("Synced", "True", synced, stamp),
+        condition("Ready", str(ready), why, stamp),
+        condition("Synced", "True", synced, stamp),
     ]
     obj["status"] = status
     return obj
@@ -720,7 +340,7 @@ def finalized(obj: Obj) -> Obj:
     return obj
 
 
-def _condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
+def condition(type_: str, status: str, reason: str, stamp: str | None) -> Obj:
     found = {"type": type_, "status": status, "reason": reason}
     if stamp is not None:
         found["lastTransitionTime"] = stamp
@@ -736,8 +356,8 @@ SERVER_STATUS: dict[str, Obj] = {
     # carries no observedGeneration (pkg/apihelpers/helpers.go:76-90 sets none)
     "CustomResourceDefinition": {
         "conditions": [
-            _condition("NamesAccepted", "True", "NoConflicts", SIMULATED_AT),
-            _condition("Established", "True", "InitialNamesAccepted", SIMULATED_AT),
+            condition("NamesAccepted", "True", "NoConflicts", SIMULATED_AT),
+            condition("Established", "True", "InitialNamesAccepted", SIMULATED_AT),
         ]
     },
 }
@@ -771,7 +391,7 @@ def remote_status(
     serving = ready_replicas is None or ready_replicas > 0
 
     def cond(type_: str, status: bool = True, reason: str = "Simulated") -> Obj:
-        found = _condition(type_, str(status), reason, SIMULATED_AT)
+        found = condition(type_, str(status), reason, SIMULATED_AT)
         return {**found, "observedGeneration": GENERATION}
 
     status: Obj = {}
