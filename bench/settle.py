@@ -3,7 +3,7 @@
 Each pass sends the function what Crossplane would: the XR with the status it
 wrote last, every requirement it declared resolved against the fleet, and
 every resource it composed as observed once the workload clusters'
-controllers acted (``e2e.controllers.World``: Ready, Gateway addresses, CA
+controllers acted (``sim.controllers.World``: Ready, Gateway addresses, CA
 ConfigMaps with real certificates). XRs it composes (a ModelDeployment's
 ModelEndpoints) are reconciled by their own function in turn. The request of
 the pass that changes nothing is the steady state: the request Crossplane

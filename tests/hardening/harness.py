@@ -6,7 +6,7 @@ Crossplane's function runner: first call with nothing resolved, then resolve
 every requirement the function declared from the world and call again, until
 the requirements stop changing. ``walk`` repeats that pass after pass, feeding
 each pass's desired state back as observed state the way the controllers
-would (``e2e.controllers.World.observe``: each controller's status, Gateway
+would (``sim.controllers.World.observe``: each controller's status, Gateway
 addresses, trust-manager ConfigMaps with real PEMs, Ready as each readiness
 policy derives it) and the XR's status back into the XR.
 """
@@ -32,7 +32,7 @@ from tests.support import CONTROLLERS
 
 Obj = dict[str, Any]
 
-# XR kind → its function, from the repository's files (e2e.catalog.registry).
+# XR kind → its function, from the repository's files (sim.catalog.registry).
 KINDS = list(catalog.registry())
 SCRIPTS = {kind: fn.name for kind, fn in catalog.registry().items()}
 # What Crossplane's function runner lets a response be by default (the SDK's

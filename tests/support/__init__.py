@@ -126,7 +126,7 @@ def next_pass(
 ) -> dict[str, dict[str, Any]]:
     """A pass's desired resources as Crossplane observes them on the next pass.
 
-    Each is applied and its cluster's controllers act (``e2e.controllers.World``),
+    Each is applied and its cluster's controllers act (``sim.controllers.World``),
     a test's own controllers' ``answers`` merged over what they wrote (by
     resource); each is Ready as its own readiness policy derives it from that,
     unless ``not_ready`` lists it (its provider has not reported it yet). An
