@@ -15,17 +15,15 @@ import hashlib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.world import CREATED, Obj, Pool
 from fleetgate.core.runner import run_composer
-from sim import pipeline
+from sim import loop, pipeline
 from sim.catalog import Function, registry
 from sim.controllers import World, generated_name
-from sim.loop import NotSettledError, fingerprint, until_settled
+from sim.loop import fingerprint
 from sim.pipeline import STATUS_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,37 +57,38 @@ class Reconciler:
     def settle(self, xr: Obj, *, max_passes: int = MAX_PASSES) -> Settled:
         function = self.registry[xr["kind"]]
         what = f"{xr['kind']} {xr['metadata']['name']}"
-        at: dict[str, Any] = {"xr": copy.deepcopy(xr), "required": {}, "observed": {}}
-        passes: list[Settled] = []
+        # What the next request carries: Crossplane v2.4 seeds each call with what the
+        # step required the last time.
+        required: dict[str, list[Obj]] = {}
+        children: list[Settled] = []
 
-        def run_pass(number: int) -> str:
-            req = pipeline.request(
-                at["xr"], required=at["required"], observed=at["observed"], input=function.input
-            )
+        def call(xr: Obj, observed: dict[str, Obj]) -> loop.Call:
+            req = pipeline.request(xr, required=required, observed=observed, input=function.input)
             rsp = run_composer(function.compose, req)
-            fatal = [r.message for r in rsp.results if r.severity == fnv1.SEVERITY_FATAL]
-            if fatal:
-                raise NotSettledError(f"{what}: {fatal[0]}")
-            at["required"] = {
-                key: self.pool.select(selector)
-                for key, selector in sorted(rsp.requirements.resources.items())
-            }
-            at["observed"], children = self._observe(at["xr"], rsp)
-            at["xr"] = with_status(at["xr"], rsp)
-            passes.append(Settled(req, rsp, at["xr"], number, children))
-            return fingerprint(at)
+            if fatal := loop.fatal(rsp):
+                raise loop.NotSettledError(f"{what}: {fatal[0]}")
+            required.clear()
+            required.update(
+                {
+                    key: self.pool.select(selector)
+                    for key, selector in sorted(rsp.requirements.resources.items())
+                }
+            )
+            return req, rsp
 
-        until_settled(run_pass, fingerprint(at), max_passes=max_passes, what=what)
-        return passes[-1]
+        def observe(xr: Obj, called: loop.Call, _: dict[str, Obj]) -> dict[str, Obj]:
+            observed, children[:] = self._observe(xr, called[1])
+            return observed
+
+        walk = loop.Walk(copy.deepcopy(xr), call, observe, with_status)
+        req, rsp = walk.settle(max_passes=max_passes, what=what)
+        return Settled(req, rsp, walk.xr, len(walk.calls), list(children))
 
     def _observe(
         self, xr: Obj, rsp: fnv1.RunFunctionResponse
     ) -> tuple[dict[str, Obj], list[Settled]]:
         """Every desired resource as Crossplane would observe it next pass; the XRs among them."""
-        desired = {
-            name: resource.struct_to_dict(r.resource)
-            for name, r in sorted(rsp.desired.resources.items())
-        }
+        desired = loop.desired(rsp)
         children: list[Settled] = []
 
         def composite(name: str, obj: Obj) -> Obj:

@@ -25,7 +25,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from e2e.fleet import EXAMPLE, Fleet, XRKey
 from fleetgate.core.constants import API_VERSION
 from fleetgate.core.runner import Composer, encode, run_composer
-from sim import catalog, pipeline
+from sim import catalog, loop, pipeline
 from sim.catalog import COMPOSITION_RESOURCE_NAME
 from sim.pipeline import Answer, Unresolved
 from tests.support import CONTROLLERS
@@ -87,8 +87,13 @@ class Call:
 
     @property
     def status(self) -> Obj | None:
-        status = resource.struct_to_dict(self.rsp.desired.composite.resource).get("status")
-        return status if isinstance(status, dict) else None
+        return asked_status(self.rsp)
+
+
+def asked_status(rsp: fnv1.RunFunctionResponse) -> Obj | None:
+    """The XR status an answer asks Crossplane to write, if any."""
+    status = resource.struct_to_dict(rsp.desired.composite.resource).get("status")
+    return status if isinstance(status, dict) else None
 
 
 def call(compose: Composer, req: fnv1.RunFunctionRequest) -> Call:
@@ -121,34 +126,47 @@ def reconcile(
 
 
 @dataclass
-class Walk:
-    """Passes of one XR over one world; each pass's call kept."""
+class Walk(loop.Walk):
+    """Passes of one XR of ``kind`` over one ``world`` (``sim.loop.Walk``), answered in
+    process: each call resolves its requirements from the world (``reconcile``), the
+    controllers observe (``sim.controllers.World.observe``) and the XR takes the status
+    it asked for."""
 
-    kind: str
-    xr: Obj
-    world: list[Obj]
-    calls: list[Call] = field(default_factory=list)
-    observed: dict[str, Obj] = field(default_factory=dict)
+    kind: str = ""
+    world: list[Obj] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, kind: str, xr: Obj, world: list[Obj]) -> "Walk":
+        def call(xr: Obj, observed: dict[str, Obj]) -> loop.Call:
+            answered = reconcile(kind, xr, world, observed)
+            return answered.req, answered.rsp
+
+        def observe(xr: Obj, called: loop.Call, was: dict[str, Obj]) -> dict[str, Obj]:
+            owner = xr["metadata"]["name"]
+            desired = loop.desired(called[1])
+            return CONTROLLERS.observe(desired, owner=owner, previous=was, control_plane=world)
+
+        def status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
+            asked = asked_status(rsp)
+            return xr if asked is None else {**xr, "status": asked}
+
+        return cls(copy.deepcopy(xr), call, observe, status, kind=kind, world=world)
+
+    @property
+    def answered(self) -> list[Call]:
+        """Every pass's call, in order."""
+        return [Call(req, rsp) for req, rsp in self.calls]
 
     @property
     def last(self) -> Call:
-        return self.calls[-1]
+        return Call(*self.calls[-1])
 
-    def step(self) -> Call:
-        answered = reconcile(self.kind, self.xr, self.world, self.observed)
-        self.calls.append(answered)
-        if not answered.fatal:
-            owner, was = self.xr["metadata"]["name"], self.observed
-            self.observed = CONTROLLERS.observe(
-                answered.desired, owner=owner, previous=was, control_plane=self.world
-            )
-            if answered.status is not None:
-                self.xr = {**self.xr, "status": answered.status}
-        return answered
+    def step(self) -> Call:  # type: ignore[override]  # the same call, as a Call
+        return Call(*super().step())
 
 
 def walk(kind: str, xr: Obj, world: list[Obj], passes: int) -> Walk:
-    walked = Walk(kind, copy.deepcopy(xr), world)
+    walked = Walk.of(kind, xr, world)
     for _ in range(passes):
         walked.step()
     return walked

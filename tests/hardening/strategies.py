@@ -556,7 +556,7 @@ def route_scenario(draw: st.DrawFn, max_passes: int) -> Scenario:
     walked = walk("ModelService", service.xr, service.world, service.passes)
     routes = [
         obj
-        for answered in walked.calls
+        for answered in walked.answered
         for obj in answered.desired.values()
         if obj.get("kind") == "ModelRoute"
     ]

@@ -79,7 +79,7 @@ def check_first_call_drops_nothing(walked: Walk) -> list[str]:
 def composed_objects(walked: Walk) -> list[Obj]:
     """What each pass composed, named the way Crossplane names composed resources."""
     out = []
-    for answered in walked.calls:
+    for answered in walked.answered:
         for name, obj in answered.desired.items():
             meta = obj.setdefault("metadata", {})
             if "name" not in meta:
@@ -105,7 +105,7 @@ def test_well_formed(kind: str) -> None:
     @given(case=scenario(kind))
     def check(case: Scenario) -> None:
         LOGGED.clear()
-        walked = Walk(kind, case.xr, case.world)
+        walked = Walk.of(kind, case.xr, case.world)
         values = set(secretsearch.needles(case.world))
         problems: list[str] = []
         for _ in range(case.passes):
@@ -135,7 +135,7 @@ def test_malformed(kind: str) -> None:
     @given(case=scenario(kind, max_passes=2), data=st.data())
     def check(case: Scenario, data: st.DataObject) -> None:
         LOGGED.clear()
-        walked = Walk(kind, case.xr, case.world)
+        walked = Walk.of(kind, case.xr, case.world)
         for _ in range(case.passes):
             walked.step()
         broken = data.draw(mutate(walked))

@@ -165,17 +165,18 @@ def settle(
     what: str,
     max_passes: int = 20,
 ) -> list[Outcome]:
-    """One XR reconciled until it rests: each pass ``answer``s with what the last pass left
-    ``observe``d (``observed`` before the first), until the desired resources stop
-    changing (``loop.until_settled``). Every pass's outcome, in order."""
-    outcomes: list[Outcome] = []
-    seen = observed
+    """One XR reconciled until it rests (``sim.loop.Walk``): each pass ``answer``s with
+    what the last pass left ``observe``d (``observed`` before the first). Every pass's
+    outcome, in order."""
 
-    def run_pass(_: int) -> str:
-        nonlocal seen
-        outcomes.append(answer(seen))
-        seen = observe(outcomes[-1])
-        return loop.fingerprint(outcomes[-1].desired)
+    def call(_: dict[str, Any], seen: dict[str, dict[str, Any]]) -> loop.Call:
+        out = answer(seen or None)
+        assert out.req is not None, "an answer in a walk knows its request"
+        return out.req, out.rsp
 
-    loop.until_settled(run_pass, "", max_passes=max_passes, what=what)
-    return outcomes
+    def observe_call(_: dict[str, Any], called: loop.Call, __: Any) -> dict[str, dict[str, Any]]:
+        return observe(Outcome(called[1], called[0]))
+
+    walk = loop.Walk({}, call, observe_call, observed=observed or {})
+    walk.settle(max_passes=max_passes, what=what)
+    return [Outcome(rsp, req) for req, rsp in walk.calls]
