@@ -203,12 +203,12 @@ redis-server:
 ## up: the same control plane, left running for your own kubectl; `make down` stops it
 # CROSSPLANE_LINE=oldest runs the control plane on the oldest supported core (its chart too),
 # whose XRs see a required resource change only when a TTL runs out: the functions get the
-# settled and waiting TTLs a platform on that line sets (functions/fleetgate/core/pacing.py).
+# settled TTL a platform on that line sets (functions/fleetgate/core/pacing.py).
 CROSSPLANE_LINE ?= pinned
 ifeq ($(CROSSPLANE_LINE),oldest)
 XP_CORE_BIN := $(CROSSPLANE_CORE_OLDEST)
 XP_CORE_MODULE := tools
-XP_LINE_ENV := FLEETGATE_SETTLED_TTL=30 FLEETGATE_WAITING_TTL=2
+XP_LINE_ENV := FLEETGATE_SETTLED_TTL=30
 else
 XP_CORE_BIN := $(CROSSPLANE_CORE)
 XP_CORE_MODULE := tools/controlplane/crossplane

@@ -12,13 +12,6 @@ from tests.support import request, run
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 
 
-@pytest.fixture
-def two_second_floor(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The least waiting TTL a control plane before Crossplane v2.4 sets
-    (``FLEETGATE_WAITING_TTL=2``): the backoff's whole shape shows above it."""
-    monkeypatch.setattr(pacing, "WAITING_MIN", datetime.timedelta(seconds=2))
-
-
 def _since(seconds: float, type_: str = "RoutingReady", status: str = "False") -> dict[str, str]:
     at = NOW - datetime.timedelta(seconds=seconds)
     return {
@@ -47,19 +40,10 @@ def _ttl(observed: list[dict[str, str]], false_now: tuple[str, ...] = ("RoutingR
         pytest.param([_since(80) | {"lastTransitionTime": "yesterday"}], 2, id="a bad time"),
     ],
 )
-@pytest.mark.usefixtures("two_second_floor")
 def test_a_waiting_xr_backs_off_with_the_time_it_has_waited(
     observed: list[dict[str, str]], seconds: float
 ) -> None:
     assert _ttl(observed) == seconds
-
-
-def test_a_waiting_xr_is_called_again_after_20_s_at_the_least_by_default() -> None:
-    """Crossplane v2.4 wakes it at once on every change it waits for; the TTL is a backstop
-    whose polls cost load at size (bench/README.md, "The fleet at scale")."""
-    assert datetime.timedelta(seconds=20) == pacing.WAITING_MIN
-    assert _ttl([]) == 20
-    assert _ttl([_since(800)]) == 100, "an eighth of the time waited, above the least"
 
 
 def test_a_settled_xr_is_called_every_five_minutes_by_default() -> None:
@@ -102,8 +86,8 @@ def test_a_settled_ttl_out_of_range_or_unreadable_is_refused_naming_the_variable
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [
-        pytest.param(None, 20, id="unset: the default"),
-        pytest.param("2", 2, id="a control plane before v2.4"),
+        pytest.param(None, 2, id="unset: the default"),
+        pytest.param("15", 15, id="a control plane that watches"),
         pytest.param("600", 300, id="above the settled TTL: the settled TTL"),
     ],
 )
@@ -127,7 +111,7 @@ def test_a_waiting_ttl_out_of_range_is_refused_and_changes_neither(
         pacing.configure(environ)
     assert (
         datetime.timedelta(minutes=5),
-        datetime.timedelta(seconds=20),
+        datetime.timedelta(seconds=2),
     ) == (pacing.SETTLED, pacing.WAITING_MIN)
 
 
@@ -164,7 +148,6 @@ def test_every_answer_carries_the_ttl_its_conditions_call_for() -> None:
     assert _answer(["False"], xr_conditions=[], waiting=False) == pacing.SETTLED.total_seconds()
 
 
-@pytest.mark.usefixtures("two_second_floor")
 def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> None:
     """A gateway serving while a new cluster publishes itself: quick when new, calm when old."""
 

@@ -12,16 +12,18 @@ which watches what each step required (composition_functions.go:263-470,
 An XR waiting for something (a condition False, a composed resource not
 ready yet, or as its function says) is called again soon, and less soon the
 longer it has waited: the TTL is an eighth of the time since its oldest
-condition still False turned False, between ``WAITING_MIN`` (20 s) and the
-settled TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
+condition still False turned False, between ``WAITING_MIN`` and the settled
+TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
 open breaker, the hourly resync), so 5 minutes: `make e2e` measured one
 call per 5 minutes for each settled cluster, gateway, deployment and endpoint
 XR, with every drill as fast as with 30 s (bench/README.md, "The fleet at
 rest", which also says why ModelRoutes on the test plane still wait). A
 control plane before v2.4 sees a drain, a rotated CA or a deleted
-credential only through these TTLs: set ``FLEETGATE_SETTLED_TTL=30`` and
-``FLEETGATE_WAITING_TTL=2`` (seconds, 2-3600 each) on the functions through
-a DeploymentRuntimeConfig, as `make e2e CROSSPLANE_LINE=oldest` does.
+credential only through this TTL: set ``FLEETGATE_SETTLED_TTL`` (seconds,
+2-3600) on the functions, e.g. ``30`` through a DeploymentRuntimeConfig, as
+`make e2e CROSSPLANE_LINE=oldest` does. ``FLEETGATE_WAITING_TTL`` (seconds,
+2-3600) sets ``WAITING_MIN``, the least TTL while waiting: a large fleet on
+v2.4 may raise it to 20 (bench/README.md, "The least waiting TTL").
 """
 
 import datetime
@@ -37,12 +39,11 @@ WAITING_VARIABLE = "FLEETGATE_WAITING_TTL"
 BACKOFF = 8  # the TTL while waiting: the time waited so far, divided by this
 # This process's TTLs: the defaults until ``configure`` reads the variables.
 SETTLED = datetime.timedelta(minutes=5)
-# On Crossplane v2.4 a waiting XR is woken at once by each change of what it composed or
-# required, so its TTL is a backstop: `make bench-fleet` at S=40 with 20 s instead of 2 s
-# cost 28% fewer calls per XR until routed (34.8 against 48.6) and routed in 310 s
-# against 441 s, with S=10 and one new service as fast (bench/README.md). A control
-# plane before v2.4 sets FLEETGATE_WAITING_TTL=2: there the TTL is how a change arrives.
-WAITING_MIN = datetime.timedelta(seconds=20)
+# 2 s: some recoveries still hang on this poll even on Crossplane v2.4 (make e2e: caller
+# keys deleted on a cluster back in 6 s, against 81 s with 20 s). A large fleet trades
+# that for load: FLEETGATE_WAITING_TTL=20 cut S=40's calls until routed by 28%
+# (bench/README.md, "The least waiting TTL").
+WAITING_MIN = datetime.timedelta(seconds=2)
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: datetime.timedelta) -> int:
