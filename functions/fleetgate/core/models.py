@@ -37,6 +37,18 @@ from fleetgate.core.errors import InputError, describe
 
 NAME_MAX = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+# The name of a Kubernetes object a user refers to (a Secret, a ProviderConfig, a
+# GatewayClass): a DNS subdomain, as the API server requires of it.
+ObjectName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=NAME_MAX,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
+# A key of a Secret's data.
+SecretKey = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
 # A GPU model as clusters declare it and deployments ask for it, e.g. nvidia-h100.
 GPUType = Annotated[str, Field(min_length=1, max_length=63)]
 # Gateway API Duration: e.g. 300s, 1m30s, 500ms.
@@ -63,7 +75,7 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[
     str, Field(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=16)]
 
 
 class Model(BaseModel):
@@ -98,7 +110,15 @@ class ObjectMeta(Model):
 
 
 class LabelSelector(Model):
+    """Selects by labels; empty, everything."""
+
     match_labels: Labels = Field(default_factory=dict)
+
+
+class NonEmptySelector(LabelSelector):
+    """Selects by at least one label: where selecting everything would be a mistake."""
+
+    match_labels: Annotated[Labels, Field(min_length=1)]
 
 
 class Condition(Model):
@@ -120,8 +140,8 @@ LONG_NAME_MAX = 512
 
 
 class SecretKeyRef(Model):
-    name: Name
-    key: Annotated[str, Field(min_length=1, max_length=253)]
+    name: ObjectName
+    key: SecretKey
 
 
 ServingProvider = Literal["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]

@@ -118,11 +118,9 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Verdi
     """
     if gateway.spec.auth is None:
         return None
+    # Never empty (NonEmptySelector): that would make every Secret in
+    # fleetgate-system, kubeconfigs included, a caller key.
     labels = dict(gateway.spec.auth.secret_selector.match_labels)
-    if not labels:
-        # The XRD requires a label; an empty selector would make every Secret
-        # in fleetgate-system (kubeconfigs included) a caller key.
-        raise InputError("spec.auth.secretSelector.matchLabels: at least one label is required")
     secrets = rec.require_secrets(
         CALLERS, Selector("v1", "Secret", labels=labels, namespace=SYSTEM_NAMESPACE)
     )

@@ -12,18 +12,20 @@ from fleetgate.core.models import (
     LabelValue,
     Model,
     Name,
+    ObjectName,
+    SecretKey,
     SecretKeyRef,
     ServingProvider,
 )
 
 
 class KubeconfigRef(SecretKeyRef):
-    key: Annotated[str, Field(min_length=1, max_length=253)] = "kubeconfig"
+    key: SecretKey = "kubeconfig"
 
 
 class ClusterCredentials(Model):
     secret_ref: KubeconfigRef | None = None
-    provider_config_name: Name | None = None
+    provider_config_name: ObjectName | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Self:
@@ -46,7 +48,7 @@ class Capacity(Model):
 
 
 class ClusterGatewaySpec(Model):
-    class_name: Name = "envoy"
+    class_name: ObjectName = "envoy"
 
 
 # host:port, or a comma-separated list of them (Redis Sentinel or Cluster), as

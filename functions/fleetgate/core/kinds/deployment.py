@@ -18,7 +18,9 @@ from fleetgate.core.models import (
 
 
 class EnvVar(Model):
-    name: Annotated[str, Field(min_length=1, max_length=253)]
+    name: Annotated[
+        str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+    ]
     value: Annotated[str, Field(max_length=32768)] = ""
 
 
@@ -36,7 +38,7 @@ class EngineSpec(Model):
 
 class ProviderSpec(Model):
     name: ServingProvider | None = None
-    overrides: dict[str, Any] | None = None
+    overrides: Annotated[dict[str, Any], Field(max_length=32)] | None = None
 
 
 class GPURequest(Model):

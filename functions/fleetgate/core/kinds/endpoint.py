@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fleetgate.core.kinds.governance import Pricing
-from fleetgate.core.models import LONG_NAME_MAX, Composite, Model, SecretKeyRef
+from fleetgate.core.models import LONG_NAME_MAX, Composite, Model, SecretKey, SecretKeyRef
 
 
 class EndpointAPI(Model):
@@ -14,7 +14,7 @@ class EndpointAPI(Model):
 
 
 class CredentialRef(SecretKeyRef):
-    key: Annotated[str, Field(min_length=1, max_length=253)] = "apiKey"
+    key: SecretKey = "apiKey"
 
 
 class ModelEndpointSpec(Model):

@@ -5,11 +5,20 @@ from typing import Annotated, Self
 from pydantic import Field, model_validator
 
 from fleetgate.core.kinds.governance import CallerLimits
-from fleetgate.core.models import Composite, Condition, Duration, LabelSelector, Model, Name
+from fleetgate.core.models import (
+    Composite,
+    Condition,
+    Duration,
+    LabelSelector,
+    Model,
+    Name,
+    NonEmptySelector,
+    ObjectName,
+)
 
 
 class ObjectRef(Model):
-    name: Name
+    name: ObjectName
 
 
 class GatewayTLS(Model):
@@ -17,7 +26,7 @@ class GatewayTLS(Model):
 
 
 class GatewayAuth(Model):
-    secret_selector: LabelSelector
+    secret_selector: NonEmptySelector
     # Per caller, across every model the gateway serves.
     limits: CallerLimits = Field(default_factory=list)
 
@@ -64,7 +73,7 @@ class Monitoring(Model):
 
 
 class InferenceGatewaySpec(Model):
-    cluster_name: Name
+    cluster_name: ObjectName
     hostname: Annotated[str, Field(min_length=1, max_length=253)] | None = None
     tls: GatewayTLS | None = None
     auth: GatewayAuth | None = None

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from fleetgate.core.models import Model, Name
+from fleetgate.core.models import Model, ObjectName
 
 # A key name of a Secret: the syntax of a caller's identity.
 CallerName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
@@ -62,7 +62,9 @@ class CallerLimit(Allowance):
         default_factory=list
     )
     # Caller-key Secrets in the system namespace: each of their keys.
-    groups: Annotated[list[Name], Field(max_length=ACCESS_GROUPS_MAX)] = Field(default_factory=list)
+    groups: Annotated[list[ObjectName], Field(max_length=ACCESS_GROUPS_MAX)] = Field(
+        default_factory=list
+    )
 
     @property
     def narrowed(self) -> bool:

@@ -11,7 +11,7 @@ from fleetgate.core.kinds.governance import (
     ResolvedCallers,
     ResolvedLimit,
 )
-from fleetgate.core.kinds.service import FailoverAlert
+from fleetgate.core.kinds.service import AlertDuration, FailoverAlert, Share
 from fleetgate.core.models import (
     LONG_NAME_MAX,
     Composite,
@@ -35,7 +35,7 @@ Hostname = Annotated[
     Field(
         min_length=1,
         max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
     ),
 ]
 # How the gateway reaches a backend: mutual TLS to a fleet cluster gateway,
@@ -85,6 +85,13 @@ class RouteBackend(Model):
 ROUTE_CALLERS_MAX = RESOLVED_CALLERS_MAX
 
 
+class RouteFailoverAlert(FailoverAlert):
+    """The service's alert, resolved: the ModelService writes both values."""
+
+    threshold: Share
+    for_: AlertDuration = Field(alias="for")
+
+
 class RouteAccess(Model):
     """The callers allowed on this route, resolved by the ModelService; empty, nobody."""
 
@@ -101,7 +108,7 @@ class ModelRouteSpec(Model):
     # Absent: every caller the gateway authenticates.
     access: RouteAccess | None = None
     # Set when the gateway composes PrometheusRules (spec.monitoring).
-    failover_alert: FailoverAlert | None = None
+    failover_alert: RouteFailoverAlert | None = None
 
     @model_validator(mode="after")
     def _one_backend_per_endpoint(self) -> Self:

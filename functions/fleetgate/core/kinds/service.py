@@ -10,11 +10,11 @@ from fleetgate.core.kinds.governance import (
     CallerLimits,
     CallerName,
 )
-from fleetgate.core.models import Composite, LabelSelector, Model, Name
+from fleetgate.core.models import Composite, Model, NonEmptySelector, ObjectName
 
 
 class ServiceEndpointEntry(Model):
-    selector: LabelSelector
+    selector: NonEmptySelector
     weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     priority: Annotated[int, Field(ge=0, le=63)] = 0
 
@@ -26,7 +26,9 @@ class ServiceAccess(Model):
         default_factory=list
     )
     # Caller-key Secrets in the system namespace: every key of each may call.
-    groups: Annotated[list[Name], Field(max_length=ACCESS_GROUPS_MAX)] = Field(default_factory=list)
+    groups: Annotated[list[ObjectName], Field(max_length=ACCESS_GROUPS_MAX)] = Field(
+        default_factory=list
+    )
     # Per caller, for this model on each gateway serving it.
     limits: CallerLimits = Field(default_factory=list)
 
