@@ -74,10 +74,10 @@ class Reconciler:
                     for key, selector in sorted(rsp.requirements.resources.items())
                 }
             )
-            return req, rsp
+            return loop.Call(req, rsp)
 
         def observe(xr: Obj, called: loop.Call, _: dict[str, Obj]) -> dict[str, Obj]:
-            observed, children[:] = self._observe(xr, called[1])
+            observed, children[:] = self._observe(xr, called.rsp)
             return observed
 
         walk = loop.Walk(copy.deepcopy(xr), call, observe, with_status)
@@ -215,6 +215,6 @@ def applied_fields(applied: Obj, path: str = "") -> Obj:
     return fields
 
 
-def with_status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
+def with_status(xr: Obj, called: loop.Call) -> Obj:
     """The XR as Crossplane writes it back: the desired status, conditions, Ready and Synced."""
-    return {**xr, "status": pipeline.xr_status(rsp, stamp=CREATED, synced=True)}
+    return {**xr, "status": pipeline.xr_status(called.rsp, stamp=CREATED, synced=True)}

@@ -1,14 +1,16 @@
 """Walk a whole fleet from an empty control plane to a routed model, through the real CLI.
 
 Every XR is rendered by ``crossplane render`` with the functions running as
-processes. Between passes this module plays the API server and the
-controllers, and nothing more: it feeds each XR's composed resources back as
-observed resources (Ready, with what real controllers would fill in: a
-Gateway address, trust-manager ConfigMaps holding real PEM certificates),
-applies each XR's status so the others read it as required resources, adds
-the XRs that XRs compose (a ModelDeployment's ModelEndpoints) and deletes the
-ones no longer composed. It repeats until nothing changes, and fails loudly
-if the fleet does not settle or oscillates.
+processes. A pass steps each XR's ``sim.loop.Walk`` once, in ``KIND_ORDER``,
+so the controllers' part is the one every offline walk shares: each XR's
+composed resources observed (Ready, with what real controllers would fill
+in: a Gateway address, trust-manager ConfigMaps holding real PEM
+certificates) and its status applied, so that the others read it as
+required resources. Around it this module plays the API server: it adds the
+XRs that XRs compose (a ModelDeployment's ModelEndpoints) and deletes the
+ones no longer composed. Passes repeat until nothing changes
+(``sim.loop.until_settled``), and fail loudly if the fleet does not settle or
+oscillates.
 """
 
 import copy
@@ -125,10 +127,7 @@ class Fleet:
         for key in self.ordered():
             if key not in self.xrs:  # deleted earlier in this pass
                 continue
-            xr, composed, results = render.split(self.render_one(key, unavailable))
-            self.results[key] = results
-            self._apply_status(key, xr)
-            self._apply_composed(key, composed)
+            self.reconcile(key, unavailable)
             conditions = " ".join(
                 f"{c['type']}={c['status']}"
                 for c in self.xrs[key].get("status", {}).get("conditions", [])
@@ -138,13 +137,33 @@ class Fleet:
         after = self.state()
         return PassReport(number, rows, changed=after != before, state=after)
 
-    def _apply_status(self, key: XRKey, rendered_xr: Obj) -> None:
-        status = rendered_xr.get("status")
-        if status is not None:
-            self.xrs[key] = {**self.xrs[key], "status": status}
+    def reconcile(self, key: XRKey, unavailable: Iterable[XRKey] = ()) -> None:
+        """One pass of one XR: a step of its ``sim.loop.Walk``, answered by ``render_one``.
 
-    def _apply_composed(self, key: XRKey, composed: list[Obj]) -> None:
-        desired = {d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d for d in composed}
+        The walk is taken up from the fleet's records and written back to
+        them, as Crossplane reads an XR and its composed resources from the
+        API server on every reconcile: the records are what the drills and
+        tests read and edit between passes. ``render_one`` renders from those
+        same records, which are what the walk was given.
+        """
+        walk = loop.Walk(
+            self.xrs[key],
+            lambda _xr, _observed: render.split(self.render_one(key, unavailable)),
+            lambda _xr, answer, _was: self._observe(key, answer),
+            with_status,
+            observed=self.composed.get(key, {}),
+        )
+        answer = walk.step()
+        self.results[key] = answer.results
+        self.xrs[key], self.composed[key] = walk.xr, walk.observed
+
+    def _observe(self, key: XRKey, answer: render.Rendered) -> dict[str, Obj]:
+        """What the controllers make of an XR's desired resources (``World.observe``); the
+        API server's part too: the XRs it composes created or updated, and those it no
+        longer composes deleted with what they composed."""
+        desired = {
+            d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d for d in answer.composed
+        }
         children = set()
 
         def composite(name: str, xr: Obj) -> Obj:
@@ -153,7 +172,7 @@ class Fleet:
             return self.xrs[child]
 
         self.desired[key] = desired
-        self.composed[key] = self.world.observe(
+        observed = self.world.observe(
             desired,
             owner=key[2],
             bundles=self.bundles(),
@@ -164,6 +183,7 @@ class Fleet:
             if parent == key and child not in children:
                 del self.owner[child]
                 self.delete(child)
+        return observed
 
     def _compose_xr(self, parent: XRKey, name: str, desired: Obj) -> XRKey:
         """An XR composed by another: created or updated, its status kept."""
@@ -225,6 +245,12 @@ class Fleet:
     def everything(self) -> list[Obj]:
         """Every XR and every composed resource, for validation and secret searches."""
         return [*self.xrs.values(), *(o for res in self.composed.values() for o in res.values())]
+
+
+def with_status(xr: Obj, answer: render.Rendered) -> Obj:
+    """The XR with the status Crossplane writes back from its rendered answer, if any."""
+    status = answer.xr.get("status")
+    return xr if status is None else {**xr, "status": status}
 
 
 def print_pass(report: PassReport) -> None:

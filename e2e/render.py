@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -61,9 +61,27 @@ def render(example: Example, observed: Path | None = None) -> list[dict[str, Any
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
-def split(
-    rendered: list[dict[str, Any]],
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+class Rendered(NamedTuple):
+    """What ``crossplane render`` printed for one XR, as a walk's answer (``sim.loop.Answer``)."""
+
+    xr: dict[str, Any]  # the whole XR, with the status Crossplane writes back
+    composed: list[dict[str, Any]]  # the desired composed resources
+    results: list[dict[str, Any]]  # the function's results, as Result documents
+
+    @property
+    def fatal(self) -> list[str]:
+        # None from the CLI, which fails instead of printing one (v2.2.0
+        # cmd/crank/render/render.go:352-357); an answer rendered otherwise may hold one.
+        return [r.get("message", "") for r in self.results if r.get("severity") == "SEVERITY_FATAL"]
+
+    @property
+    def declared(self) -> dict[str, str]:
+        # render resolves the function's requirements from --required-resources
+        # itself, and each render starts afresh: nothing is carried to the next.
+        return {}
+
+
+def split(rendered: list[dict[str, Any]]) -> Rendered:
     """Rendered output → (the XR, composed resources, function results)."""
     xr: dict[str, Any] = {}
     composed: list[dict[str, Any]] = []
@@ -77,7 +95,7 @@ def split(
             xr = doc
         else:
             composed.append(doc)
-    return xr, composed, results
+    return Rendered(xr, composed, results)
 
 
 def summarise(example: Example, rendered: list[dict[str, Any]]) -> str:

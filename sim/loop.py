@@ -1,15 +1,18 @@
 """The one loop: an XR reconciled pass after pass until a pass changes nothing.
 
-``until_settled`` is the stop rule of every walk (one XR's, ``Walk``, or a
-whole fleet's, ``e2e.fleet.Fleet``): passes run until one leaves the state as
-it found it, and fail at once when they oscillate.
+``Walk.step`` is the one place where a function's desired resources go to
+the controllers and come back as the next pass's observed resources: one
+XR's walk steps pass after pass, and a whole fleet's pass
+(``e2e.fleet.Fleet``) steps the walk of every XR once. ``until_settled`` is
+the stop rule of both: passes run until one leaves the state as it found it,
+and fail at once when they oscillate.
 """
 
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from crossplane.function import resource
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
@@ -62,7 +65,37 @@ def until_settled(
     raise NotSettledError(f"{what} did not settle in {max_passes} passes")
 
 
-Call = tuple[fnv1.RunFunctionRequest, fnv1.RunFunctionResponse]
+class Answer(Protocol):
+    """What a walk reads of a call's answer, however the function was called: in
+    process or over gRPC (``Call``), or by ``crossplane render`` (``e2e.render.Rendered``)."""
+
+    @property
+    def fatal(self) -> list[str]:
+        """The messages of its fatal results: the pass failed and changes nothing."""
+        ...
+
+    @property
+    def declared(self) -> dict[str, str]:
+        """The requirements Crossplane carries to the next pass, by key."""
+        ...
+
+
+A = TypeVar("A", bound=Answer)
+
+
+class Call(NamedTuple):
+    """A request and the function's answer to it."""
+
+    req: fnv1.RunFunctionRequest
+    rsp: fnv1.RunFunctionResponse
+
+    @property
+    def fatal(self) -> list[str]:
+        return fatal(self.rsp)
+
+    @property
+    def declared(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.rsp.requirements.resources.items()}
 
 
 def desired(rsp: fnv1.RunFunctionResponse) -> dict[str, Obj]:
@@ -78,42 +111,45 @@ def fatal(rsp: fnv1.RunFunctionResponse) -> list[str]:
 
 
 @dataclass
-class Walk:
+class Walk(Generic[A]):
     """One XR reconciled pass after pass, the way Crossplane and the controllers would.
 
     Each pass ``call``s the function with the XR and what the last pass left
     observed (the call resolves the requirements it needs). Unless the answer
-    is fatal, the controllers then ``observe`` the call's desired resources,
+    is fatal, the controllers then ``observe`` the answer's desired resources,
     given what was observed before, as the next pass will see them (the
     request too: the Secrets it carried), and the XR takes
     the ``status`` Crossplane writes back from the answer (by default none).
     The state Crossplane carries from pass to pass is the XR, the observed
     resources and the requirements the function declared: ``settle`` stops at
     the first pass that leaves all three as it found them.
+
+    The answer is whatever the call returns (``A``: an ``Answer``): a
+    ``Call`` when the function is called with a request, what ``crossplane
+    render`` printed when a fleet is walked through the CLI.
     """
 
     xr: Obj
-    call: Callable[[Obj, dict[str, Obj]], Call]
-    observe: Callable[[Obj, Call, dict[str, Obj]], dict[str, Obj]]
-    status: Callable[[Obj, fnv1.RunFunctionResponse], Obj] = lambda xr, _: xr
+    call: Callable[[Obj, dict[str, Obj]], A]
+    observe: Callable[[Obj, A, dict[str, Obj]], dict[str, Obj]]
+    status: Callable[[Obj, A], Obj] = lambda xr, _: xr
     observed: dict[str, Obj] = field(default_factory=dict)
-    calls: list[Call] = field(default_factory=list)
+    calls: list[A] = field(default_factory=list)
 
-    def step(self) -> Call:
-        req, rsp = self.call(self.xr, self.observed)
-        self.calls.append((req, rsp))
-        if not fatal(rsp):
-            self.observed = self.observe(self.xr, (req, rsp), self.observed)
-            self.xr = self.status(self.xr, rsp)
-        return req, rsp
+    def step(self) -> A:
+        answer = self.call(self.xr, self.observed)
+        self.calls.append(answer)
+        if not answer.fatal:
+            self.observed = self.observe(self.xr, answer, self.observed)
+            self.xr = self.status(self.xr, answer)
+        return answer
 
     def state(self) -> str:
-        requirements = self.calls[-1][1].requirements if self.calls else None
-        declared = {k: str(v) for k, v in requirements.resources.items()} if requirements else {}
+        declared = self.calls[-1].declared if self.calls else {}
         return fingerprint({"xr": self.xr, "observed": self.observed, "requirements": declared})
 
-    def settle(self, *, max_passes: int, what: str) -> Call:
-        """Passes until one changes nothing (``until_settled``); that pass's call."""
+    def settle(self, *, max_passes: int, what: str) -> A:
+        """Passes until one changes nothing (``until_settled``); that pass's answer."""
 
         def run_pass(_: int) -> str:
             self.step()

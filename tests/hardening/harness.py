@@ -126,7 +126,7 @@ def reconcile(
 
 
 @dataclass
-class Walk(loop.Walk):
+class Walk(loop.Walk[loop.Call]):
     """Passes of one XR of ``kind`` over one ``world`` (``sim.loop.Walk``), answered in
     process: each call resolves its requirements from the world (``reconcile``), the
     controllers observe (``sim.controllers.World.observe``) and the XR takes the status
@@ -139,15 +139,15 @@ class Walk(loop.Walk):
     def of(cls, kind: str, xr: Obj, world: list[Obj]) -> "Walk":
         def call(xr: Obj, observed: dict[str, Obj]) -> loop.Call:
             answered = reconcile(kind, xr, world, observed)
-            return answered.req, answered.rsp
+            return loop.Call(answered.req, answered.rsp)
 
         def observe(xr: Obj, called: loop.Call, was: dict[str, Obj]) -> dict[str, Obj]:
             owner = xr["metadata"]["name"]
-            desired = loop.desired(called[1])
+            desired = loop.desired(called.rsp)
             return CONTROLLERS.observe(desired, owner=owner, previous=was, control_plane=world)
 
-        def status(xr: Obj, rsp: fnv1.RunFunctionResponse) -> Obj:
-            asked = asked_status(rsp)
+        def status(xr: Obj, called: loop.Call) -> Obj:
+            asked = asked_status(called.rsp)
             return xr if asked is None else {**xr, "status": asked}
 
         return cls(copy.deepcopy(xr), call, observe, status, kind=kind, world=world)

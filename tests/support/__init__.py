@@ -172,10 +172,10 @@ def settle(
     def call(_: dict[str, Any], seen: dict[str, dict[str, Any]]) -> loop.Call:
         out = answer(seen or None)
         assert out.req is not None, "an answer in a walk knows its request"
-        return out.req, out.rsp
+        return loop.Call(out.req, out.rsp)
 
     def observe_call(_: dict[str, Any], called: loop.Call, __: Any) -> dict[str, dict[str, Any]]:
-        return observe(Outcome(called[1], called[0]))
+        return observe(Outcome(called.rsp, called.req))
 
     walk = loop.Walk({}, call, observe_call, observed=observed or {})
     walk.settle(max_passes=max_passes, what=what)
