@@ -5,7 +5,7 @@ clusters, a hundred gateways, thousands of backends). Walking such a fleet
 from empty through every function would take longer than the benchmark
 itself, so the XRs a function *requires* are built here already settled, with
 the status their own functions publish (names derived by ``core.names``, real
-PEM certificates from ``e2e.pki``). Only the XR under test is reconciled for
+PEM certificates from ``sim.pki``). Only the XR under test is reconciled for
 real (``bench.settle``); if anything here drifted from what the functions
 publish, that XR would not become Ready and the benchmark stops.
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e.pki import ca
 from fleetgate.core.constants import API_VERSION, LABEL_CLUSTER, LABEL_DEPLOYMENT, SYSTEM_NAMESPACE
 from fleetgate.core.names import cluster_hostname, label_value
 from sim import pipeline
+from sim.pki import ca
 
 Obj = dict[str, Any]
 

@@ -3,7 +3,7 @@
 ``python -m e2e.example_cas [FOLDER ...]`` finds every self-signed CA
 certificate in the YAML files under the folders (default: every example) that
 expires within ``--renew-within`` days, makes a new CA of the same subject
-valid for ``--years`` (``e2e.pki.ca``), and puts it in place of the old one in
+valid for ``--years`` (``sim.pki.ca``), and puts it in place of the old one in
 every file, so a gateway's published ``clientCACertificate`` and the
 ConfigMap the cluster composed from it stay the same certificate. The keys
 are thrown away: an example publishes certificates, never keys, and a
@@ -12,7 +12,7 @@ chain would break. Only the certificate lines of a file change, comments and
 layout kept; a file where a CA sits elsewhere than in a block scalar (so the
 rewritten text would not parse to the renewed documents) is refused.
 
-Certificates made by ``e2e.pki`` live a day, which suits a test run; one kept
+Certificates made by ``sim.pki`` live a day, which suits a test run; one kept
 in a file expires under the tests (Envoy Gateway refuses an expired client
 CA), hence this.
 """
@@ -29,8 +29,7 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from e2e import pki
-from sim import catalog
+from sim import catalog, pki
 from sim.catalog import EXAMPLE_WIDTH
 
 PEM = re.compile(r"-----BEGIN CERTIFICATE-----\n.*?-----END CERTIFICATE-----", re.S)

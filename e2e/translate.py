@@ -44,8 +44,8 @@ import yaml
 
 from e2e import functions, pinned
 from e2e.fleet import Fleet, Obj, placed
-from e2e.pki import KeyPair, ca, leaf
 from sim.controllers import patched
+from sim.pki import KeyPair, ca, leaf
 
 REPO = functions.REPO
 TOOLS_GO_MOD = REPO / "tools" / "egctl" / "go.mod"

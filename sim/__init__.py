@@ -9,6 +9,8 @@ from here, so that they cannot drift apart:
   resolved, the status it writes to an XR);
 * ``sim.controllers``: observation, the API server, provider-kubernetes and
   the workload clusters' controllers;
+* ``sim.pki``: the certificates those controllers issue (throwaway CAs and
+  leaves), for anyone who needs one;
 * ``sim.loop``: the one loop (``Walk``: desired resources observed, pass
   after pass) and when a walk stops (``until_settled``).
 """

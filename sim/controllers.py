@@ -21,8 +21,8 @@ from typing import Any
 import celpy
 from celpy.adapter import json_to_cel
 
-from e2e.pki import KeyPair, ca
 from sim.catalog import COMPOSITION_RESOURCE_NAME, KIND_ORDER
+from sim.pki import KeyPair, ca
 
 Obj = dict[str, Any]
 

@@ -21,10 +21,10 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from e2e import pki
 from e2e.controlplane.kube import Kube
 from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
+from sim import pki
 
 CONTROLLERS = ",".join(
     [

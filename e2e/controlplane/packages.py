@@ -19,13 +19,14 @@ from pathlib import Path
 
 import yaml
 
-from e2e import pinned, pki
+from e2e import pinned
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
 from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
 from package import build
+from sim import pki
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "package"

@@ -46,12 +46,12 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e import pki
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.crossplane import NAMESPACE
 from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
 from e2e.controlplane.processes import Process, Supervisor
 from e2e.functions import console_script, free_port
+from sim import pki
 
 PKG = "pkg.crossplane.io/v1"
 # Provider package repository (after the registry host) → the binary that runs it here.

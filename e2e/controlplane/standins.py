@@ -49,9 +49,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from e2e import pki, translate
+from e2e import translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
+from sim import pki
 from sim.controllers import World
 from sim.loop import without_times
 

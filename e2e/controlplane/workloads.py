@@ -20,7 +20,6 @@ and the Bundle CRD comes from the pinned set like every other CRD.
 import functools
 from pathlib import Path
 
-from e2e import pki
 from e2e.controlplane import charts, envoygateway, ratelimit
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
@@ -30,6 +29,7 @@ from e2e.fleet import load_world
 from e2e.functions import free_port
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_cluster import stack
+from sim import pki
 from sim.controllers import World
 
 REPO = Path(__file__).resolve().parents[2]

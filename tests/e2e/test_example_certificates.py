@@ -7,9 +7,9 @@ import pytest
 import yaml
 from cryptography import x509
 
-from e2e import example_cas, pki
+from e2e import example_cas
 from e2e.fleet import documents
-from sim import catalog
+from sim import catalog, pki
 
 SOON = datetime.timedelta(days=365)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import pki
+from sim import pki
 from tests.hardening.harness import SCRIPTS, settle
 
 

@@ -20,9 +20,10 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from e2e import pki, xrds
+from e2e import xrds
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from sim import pki
 from tests.hardening.harness import Obj, secret, walk, xr
 
 # --- what the XRDs allow ---------------------------------------------------------------

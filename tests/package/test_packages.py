@@ -32,12 +32,12 @@ from celpy.adapter import json_to_cel
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import pki, render
+from e2e import render
 from e2e.functions import wait_for_port
 from e2e.validate import validate
 from fleetgate.inference_cluster import gaie_crds
 from package import build, debian, oci, wheels
-from sim import catalog
+from sim import catalog, pki
 
 REPO = build.REPO
 TLS_DIR = "/tls/server"  # where Crossplane mounts a function's server certificates

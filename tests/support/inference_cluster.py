@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from e2e import pki
 from fleetgate.inference_cluster.composer import compose
+from sim import pki
 from tests import support
 from tests.support import Outcome, next_pass, request, run
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from e2e import pki
 from fleetgate.core import names
 from fleetgate.inference_gateway.composer import compose
-from sim import controllers
+from sim import controllers, pki
 from tests.support import Outcome, next_pass, request, run, secret, settle
 
 NS = "fleetgate-system"

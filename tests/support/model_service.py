@@ -14,11 +14,11 @@ import copy
 import json
 from typing import Any
 
-from e2e.pki import ca
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
 from sim import controllers, pipeline
+from sim.pki import ca
 from tests.support import CONTROLLERS, Outcome, request, run, secret
 
 NS = "team-a"

@@ -2,6 +2,9 @@
 
 What cert-manager would issue on a workload cluster, made here so that
 CA ConfigMaps in observed state hold real certificates a test can parse.
+In ``sim`` because its controllers issue them (``sim.controllers``); the
+tests, the benchmarks and the real control plane's drivers take theirs from
+here too.
 """
 
 import datetime
