@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from e2e import dataplane, functions, render, translate
-from sim import catalog
+from sim import catalog, loop
 from sim.catalog import COMPOSITION_RESOURCE_NAME
 from sim.controllers import World, as_stored
 
@@ -63,33 +63,43 @@ def _ready(obj: dict[str, Any] | None) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def settled(example: catalog.Example, tmp_path: Any) -> list[Any]:
-    """What the example composes once every Secret copy it composes is filled on the cluster."""
-    observed = {
-        d["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: d
-        for d in example.observed.values()
+def _unfilled(answer: render.Rendered, observed: dict[str, Any]) -> dict[str, Any]:
+    """The Secret copies an answer composes that are not observed filled (Ready) yet."""
+    by_key = {o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: o for o in answer.composed}
+    return {
+        key: o
+        for key, o in by_key.items()
+        if o["kind"] == "Object"
+        and o["spec"]["forProvider"]["manifest"]["kind"] == "Secret"
+        and not _ready(observed.get(key))
     }
+
+
+def settled(example: catalog.Example, tmp_path: Any) -> list[Any]:
+    """What the example composes once every Secret copy it composes is filled on the cluster.
+
+    The example's XR walked through the CLI (``sim.loop.Walk``) where only the
+    copies' cluster acts: each pass observes the copies not filled yet beside
+    the example's own observed resources, until a pass observes none.
+    """
     secrets = [as_stored(d) for d in example.required if d.get("kind") == "Secret"]
     then = tmp_path / "observed.yaml"
-    _, composed, _ = render.split(render.render(example))
-    for _ in range(SETTLE_PASSES):
-        by_key = {o["metadata"]["annotations"][COMPOSITION_RESOURCE_NAME]: o for o in composed}
-        copies = {
-            key: o
-            for key, o in by_key.items()
-            if o["kind"] == "Object"
-            and o["spec"]["forProvider"]["manifest"]["kind"] == "Secret"
-            and not _ready(observed.get(key))
-        }
-        if not copies:
-            return composed
-        world = World(load_balancers={})
-        observed |= world.observe(
-            copies, owner=example.xr["metadata"]["name"], control_plane=secrets
-        )
-        then.write_text(yaml.safe_dump_all(list(observed.values())))
-        _, composed, _ = render.split(render.render(example, observed=then))
-    raise AssertionError(f"{example.name}: its Secret copies never filled")
+    world = World(load_balancers={})
+
+    def call(_: Any, observed: dict[str, Any]) -> render.Rendered:
+        if observed:
+            then.write_text(yaml.safe_dump_all(list(observed.values())))
+        return render.split(render.render(example, observed=then if observed else None))
+
+    def observe(xr: Any, answer: render.Rendered, was: dict[str, Any]) -> dict[str, Any]:
+        copies = _unfilled(answer, was)
+        return was | world.observe(copies, owner=xr["metadata"]["name"], control_plane=secrets)
+
+    walk = loop.Walk(example.xr, call, observe, observed=example.observed)
+    # The last pass renders from the copies filled and observes nothing new.
+    last = walk.settle(max_passes=SETTLE_PASSES + 1, what=example.name)
+    assert not _unfilled(last, walk.observed), f"{example.name}: its Secret copies never filled"
+    return last.composed
 
 
 @pytest.mark.parametrize("example", CASES)
