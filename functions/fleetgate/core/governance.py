@@ -39,6 +39,7 @@ from fleetgate.core.kinds.governance import (
     Pricing,
     ResolvedLimit,
 )
+from fleetgate.core.names import resource_key
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 
@@ -52,7 +53,7 @@ PER_MILLION: Final = Decimal(1_000_000)
 
 def group_key(group: str) -> str:
     """The requirement name of a group's Secret."""
-    return f"group-{group}"
+    return resource_key("group-", group)
 
 
 def require_groups(rec: Reconcile, groups: Iterable[str]) -> dict[str, list[SecretKeys] | None]:

@@ -90,6 +90,16 @@ def cluster_label(cluster_name: str) -> str:
     return _with_hash(readable, cluster_name, DNS_LABEL_MAX)
 
 
+def resource_key(prefix: str, *parts: str) -> str:
+    """A composition resource name (a key of the desired state): ``prefix``, then ``parts``.
+
+    ``prefix`` ends in ``-`` and names the whole group, which a step keeps or drops at
+    once (``Reconcile.keep_all``); ``parts``, joined by ``-``, name one member. Never an
+    object's name, so neither bounded nor hashed.
+    """
+    return prefix + "-".join(parts)
+
+
 def cluster_hostname(cluster_name: str) -> str:
     """The derived hostname of a cluster's gateway, resolvable on every fleet gateway."""
     return f"{cluster_label(cluster_name)}.{SYSTEM_NAMESPACE}.svc.cluster.local"

@@ -53,6 +53,7 @@ from fleetgate.core.constants import (
     TIER_HEADER,
     TIER_METADATA_KEY,
 )
+from fleetgate.core.names import resource_key
 from fleetgate.core.objects import Manifest
 from fleetgate.core.observed import Observed
 from fleetgate.core.readiness import Stamp, condition_query
@@ -343,17 +344,17 @@ def rate_limit_redis() -> list[Manifest]:
 
 def redis_key(kind: str) -> str:
     """Composition name of the rate-limit Redis's Deployment or Service."""
-    return f"ratelimit-redis-{kind.lower()}"
+    return resource_key("ratelimit-redis-", kind.lower())
 
 
 def release_key(component: str) -> str:
     """Composition name of a component's Release."""
-    return f"release-{component}"
+    return resource_key("release-", component)
 
 
 def crd_key(crd_name: str) -> str:
     """Composition name of one vendored CRD's Object."""
-    return f"crd-{crd_name}"
+    return resource_key("crd-", crd_name)
 
 
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,25 +43,25 @@ CLUSTER_CA = "cluster-ca-"
 
 def pki_key(role: str) -> str:
     """``CertificateAuthority.manifests()`` roles under the client PKI's prefix."""
-    return f"{CLIENT_PKI}{role}"
+    return names.resource_key(CLIENT_PKI, role)
 
 
 def tls_key(source: str) -> str:
-    return f"{TLS}{source}"
+    return names.resource_key(TLS, source)
 
 
 def resolve_key(cluster: str) -> str:
-    return f"{RESOLVE}{names.cluster_label(cluster)}"
+    return names.resource_key(RESOLVE, names.cluster_label(cluster))
 
 
 def resolve_slice_key(cluster: str, family: str) -> str:
     # Per family: an EndpointSlice's addressType is immutable, so a cluster
     # moving from IPv4 to IPv6 gets a new slice rather than a rejected update.
-    return f"{RESOLVE}{family.lower()}-{names.cluster_label(cluster)}"
+    return names.resource_key(RESOLVE, family.lower(), names.cluster_label(cluster))
 
 
 def cluster_ca_key(cluster: str) -> str:
-    return f"{CLUSTER_CA}{names.cluster_label(cluster)}"
+    return names.resource_key(CLUSTER_CA, names.cluster_label(cluster))
 
 
 # --- remote names -----------------------------------------------------------

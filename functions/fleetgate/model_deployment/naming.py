@@ -35,7 +35,7 @@ def resource_prefix(cluster: str) -> str:
 
 def resource(cluster: str, part: str) -> str:
     """The composition resource name of ``part`` (engine, route, endpoint, …) on ``cluster``."""
-    return f"{resource_prefix(cluster)}{part}"
+    return names.resource_key(resource_prefix(cluster), part)
 
 
 def fitted(label: str, limit: int) -> str:

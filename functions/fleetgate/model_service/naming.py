@@ -11,7 +11,7 @@ that route to it. Each is hashed over its exact inputs (``hashed_label``), so
 from typing import Final, NamedTuple
 
 from fleetgate.core.constants import LABEL_PREFIX
-from fleetgate.core.names import hashed_label
+from fleetgate.core.names import hashed_label, resource_key
 
 
 class Service(NamedTuple):
@@ -34,7 +34,7 @@ LABEL_GATEWAY: Final = f"{LABEL_PREFIX}gateway"
 
 def model_route_key(gateway: str) -> str:
     """The composition resource name of a gateway's ModelRoute in the ModelService."""
-    return f"route-{gateway}"
+    return resource_key("route-", gateway)
 
 
 def model_route_name(service: Service, gateway: str) -> str:

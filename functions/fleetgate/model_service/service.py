@@ -17,6 +17,7 @@ from fleetgate.core.errors import InputError, refuse_duplicates
 from fleetgate.core.governance import require_groups
 from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.kinds.service import FailoverAlert, ModelService
+from fleetgate.core.names import resource_key
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
@@ -54,11 +55,11 @@ CLUSTERS = "clusters"
 
 
 def endpoints_key(index: int) -> str:
-    return f"endpoints-{index}"
+    return resource_key("endpoints-", str(index))
 
 
 def credential_key(secret: str) -> str:
-    return f"credential-{secret}"
+    return resource_key("credential-", secret)
 
 
 def compose(rec: Reconcile) -> None:
