@@ -51,6 +51,13 @@ def _gateway_ref(names: GatewayNames) -> dict[str, str]:
     return {"group": GATEWAY_API, "kind": "Gateway", "name": names.gateway}
 
 
+def _gateway_policy(names: GatewayNames, kind: str, name: str, **spec: Any) -> Manifest:
+    """An Envoy Gateway policy of ``kind`` on the whole Gateway: every listener and route."""
+    return names.remote(
+        ENVOY_GATEWAY_API, kind, name, spec={"targetRefs": [_gateway_ref(names)], **spec}
+    )
+
+
 def _metadata(key: str) -> str:
     return f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:{key})%"
 
@@ -187,19 +194,16 @@ def projected_secret(name: str, names: GatewayNames, *, type_: str) -> Manifest:
 
 def caller_auth(names: GatewayNames, caller_secret: str) -> Manifest:
     """API-key authentication on every route of the Gateway; the caller passed on by name."""
-    return names.remote(
-        ENVOY_GATEWAY_API,
+    return _gateway_policy(
+        names,
         "SecurityPolicy",
         names.caller_policy,
-        spec={
-            "targetRefs": [_gateway_ref(names)],
-            "apiKeyAuth": {
-                "credentialRefs": [{"group": "", "kind": "Secret", "name": caller_secret}],
-                "extractFrom": [{"headers": list(API_KEY_HEADERS)}],
-                "forwardClientIDHeader": CALLER_HEADER,
-                # The key stops here: no backend, least of all a provider, sees it.
-                "sanitize": True,
-            },
+        apiKeyAuth={
+            "credentialRefs": [{"group": "", "kind": "Secret", "name": caller_secret}],
+            "extractFrom": [{"headers": list(API_KEY_HEADERS)}],
+            "forwardClientIDHeader": CALLER_HEADER,
+            # The key stops here: no backend, least of all a provider, sees it.
+            "sanitize": True,
         },
     )
 
@@ -216,22 +220,19 @@ def listener_policy(names: GatewayNames, limits: Limits) -> Manifest:
     gateway without auth passes a forged identity to the usage record and the
     clusters.
     """
-    return names.remote(
-        ENVOY_GATEWAY_API,
+    return _gateway_policy(
+        names,
         "ClientTrafficPolicy",
         names.listener_policy,
-        spec={
-            "targetRefs": [_gateway_ref(names)],
-            "connection": {"bufferLimit": limits.buffer_limit},
-            "headers": {
-                "earlyRequestHeaders": {
-                    "remove": [CALLER_HEADER],
-                    # Names this gateway in AI Gateway's metrics (their label
-                    # fleetgate_gateway), as several gateways may share a
-                    # cluster and one Prometheus; set, so no caller forges it.
-                    "set": [{"name": GATEWAY_HEADER, "value": names.gateway_name}],
-                }
-            },
+        connection={"bufferLimit": limits.buffer_limit},
+        headers={
+            "earlyRequestHeaders": {
+                "remove": [CALLER_HEADER],
+                # Names this gateway in AI Gateway's metrics (their label
+                # fleetgate_gateway), as several gateways may share a
+                # cluster and one Prometheus; set, so no caller forges it.
+                "set": [{"name": GATEWAY_HEADER, "value": names.gateway_name}],
+            }
         },
     )
 
@@ -264,40 +265,37 @@ def failover_policy(
     }
     if codes:
         retry_on["httpStatusCodes"] = codes
-    return names.remote(
-        ENVOY_GATEWAY_API,
+    return _gateway_policy(
+        names,
         "BackendTrafficPolicy",
         names.failover_policy,
-        spec={
-            "targetRefs": [_gateway_ref(names)],
-            "retry": {
-                # Priorities apply without it (Envoy spreads load over the
-                # tiers by their health). It adds Envoy's previous_priorities
-                # retry plugin (Envoy Gateway v1.8.3 internal/xds/translator/
-                # route.go:811-824): with 1, each retry leaves out the tiers
-                # already tried, so it goes to the next tier rather than back
-                # to the one that just failed, which still looks healthy.
-                "numAttemptsPerPriority": 1,
-                "numRetries": failover.retries,
-                "retryOn": retry_on,
-            },
-            "healthCheck": {
-                "passive": {
-                    "consecutive5XxErrors": failover.outlier_detection.consecutive5xx_errors,
-                    "baseEjectionTime": failover.outlier_detection.base_ejection_time,
-                    # All of a service's endpoints share one Envoy cluster; the
-                    # default 10% would never eject the only bad one of two.
-                    "maxEjectionPercent": 100,
-                },
-                # A sibling of passive, not inside it: nested, the API server
-                # prunes it and panic mode keeps sending to ejected hosts.
-                "panicThreshold": 0,
-            },
-            # The backend side of the buffer: a large non-streamed response is
-            # buffered whole too.
-            "connection": {"bufferLimit": limits.buffer_limit},
-            **rate_limit,
+        retry={
+            # Priorities apply without it (Envoy spreads load over the
+            # tiers by their health). It adds Envoy's previous_priorities
+            # retry plugin (Envoy Gateway v1.8.3 internal/xds/translator/
+            # route.go:811-824): with 1, each retry leaves out the tiers
+            # already tried, so it goes to the next tier rather than back
+            # to the one that just failed, which still looks healthy.
+            "numAttemptsPerPriority": 1,
+            "numRetries": failover.retries,
+            "retryOn": retry_on,
         },
+        healthCheck={
+            "passive": {
+                "consecutive5XxErrors": failover.outlier_detection.consecutive5xx_errors,
+                "baseEjectionTime": failover.outlier_detection.base_ejection_time,
+                # All of a service's endpoints share one Envoy cluster; the
+                # default 10% would never eject the only bad one of two.
+                "maxEjectionPercent": 100,
+            },
+            # A sibling of passive, not inside it: nested, the API server
+            # prunes it and panic mode keeps sending to ejected hosts.
+            "panicThreshold": 0,
+        },
+        # The backend side of the buffer: a large non-streamed response is
+        # buffered whole too.
+        connection={"bufferLimit": limits.buffer_limit},
+        **rate_limit,
     )
 
 
