@@ -79,14 +79,20 @@ NODE_IDS = [f"{kind}:{path}" for kind, path, _ in ALL_NODES]
 # --- identity ----------------------------------------------------------------
 
 
+def _spec(doc: dict[str, Any], api_version: str, kind: str, plural: str) -> dict[str, Any]:
+    """The spec of an XRD or Composition, once it is what it says and named ``<plural>.<group>``."""
+    assert (doc["apiVersion"], doc["kind"]) == (api_version, kind)
+    assert doc["metadata"]["name"] == f"{plural}.{GROUP}"
+    spec: dict[str, Any] = doc["spec"]
+    return spec
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_xrd_identity(kind: str) -> None:
     plural, scope, short, _ = KINDS[kind]
-    xrd = XRDS[kind]
-    assert xrd["apiVersion"] == "apiextensions.crossplane.io/v2"
-    assert xrd["kind"] == "CompositeResourceDefinition"
-    assert xrd["metadata"]["name"] == f"{plural}.{GROUP}"
-    spec = xrd["spec"]
+    spec = _spec(
+        XRDS[kind], "apiextensions.crossplane.io/v2", "CompositeResourceDefinition", plural
+    )
     assert spec["group"] == GROUP
     assert spec["scope"] == scope
     names = spec["names"]
@@ -108,11 +114,7 @@ def test_xrd_identity(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_composition_calls_its_function(kind: str) -> None:
     plural, _, _, function = KINDS[kind]
-    comp = COMPOSITIONS[kind]
-    assert comp["apiVersion"] == "apiextensions.crossplane.io/v1"
-    assert comp["kind"] == "Composition"
-    assert comp["metadata"]["name"] == f"{plural}.{GROUP}"
-    spec = comp["spec"]
+    spec = _spec(COMPOSITIONS[kind], "apiextensions.crossplane.io/v1", "Composition", plural)
     assert spec["compositeTypeRef"] == {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind}
     assert spec["mode"] == "Pipeline"
     [step] = spec["pipeline"]
