@@ -26,6 +26,18 @@ def _ttl(observed: list[dict[str, str]], false_now: tuple[str, ...] = ("RoutingR
     return got.total_seconds()
 
 
+@pytest.fixture
+def restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pacing.configure`` sets both TTLs for the process: each is put back after the test."""
+    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)
+    monkeypatch.setattr(pacing, "WAITING_MIN", pacing.WAITING_MIN)
+
+
+def _configure(variable: str, value: str | None) -> None:
+    """Pacing configured from an environment with ``variable`` set to ``value`` (None: unset)."""
+    pacing.configure({} if value is None else {variable: value})
+
+
 @pytest.mark.parametrize(
     ("observed", "seconds"),
     [
@@ -63,11 +75,11 @@ def test_a_settled_xr_is_called_every_five_minutes_by_default() -> None:
         pytest.param("3600", 3600, id="the most"),
     ],
 )
+@pytest.mark.usefixtures("restored")
 def test_the_settled_ttl_can_be_set_for_a_control_plane_that_does_not_watch(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: int
+    value: str | None, seconds: int
 ) -> None:
-    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)  # restored after the test
-    pacing.configure({} if value is None else {pacing.SETTLED_VARIABLE: value})
+    _configure(pacing.SETTLED_VARIABLE, value)
     got = pacing.ttl(waiting=False, false_now=(), observed_conditions=[], now=NOW)
     assert got == datetime.timedelta(seconds=seconds)
     assert _ttl([_since(86400)]) == seconds, "a long wait is capped at the settled TTL too"
@@ -80,12 +92,11 @@ def test_the_settled_ttl_can_be_set_for_a_control_plane_that_does_not_watch(
         *((pacing.WAITING_VARIABLE, v) for v in ["15s", "0", "3601"]),
     ],
 )
+@pytest.mark.usefixtures("restored")
 def test_a_ttl_out_of_range_or_unreadable_is_refused_naming_it_and_changes_neither(
-    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+    variable: str, value: str
 ) -> None:
     """Both variables are read before either is set: one bad value leaves both as they were."""
-    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)  # restored after the test
-    monkeypatch.setattr(pacing, "WAITING_MIN", pacing.WAITING_MIN)
     environ = {pacing.SETTLED_VARIABLE: "60", pacing.WAITING_VARIABLE: "20", variable: value}
     with pytest.raises(ValueError, match=f"{variable}='{value}'.*2-3600"):
         pacing.configure(environ)
@@ -103,11 +114,9 @@ def test_a_ttl_out_of_range_or_unreadable_is_refused_naming_it_and_changes_neith
         pytest.param("600", 300, id="above the settled TTL: the settled TTL"),
     ],
 )
-def test_the_least_waiting_ttl_can_be_set(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: int
-) -> None:
-    monkeypatch.setattr(pacing, "WAITING_MIN", pacing.WAITING_MIN)  # restored after the test
-    pacing.configure({} if value is None else {pacing.WAITING_VARIABLE: value})
+@pytest.mark.usefixtures("restored")
+def test_the_least_waiting_ttl_can_be_set(value: str | None, seconds: int) -> None:
+    _configure(pacing.WAITING_VARIABLE, value)
     assert _ttl([]) == seconds, "just turned False: the least waiting TTL"
     assert _ttl([_since(800)]) == max(100, seconds), "an eighth of 800 s, if above it"
 
@@ -169,11 +178,11 @@ def test_a_composed_resource_not_ready_yet_is_waited_for() -> None:
     assert _answer(["True"], xr_conditions=[], composed_ready=(True, True)) == settled
 
 
+@pytest.mark.usefixtures("restored")
 def test_a_function_started_with_a_bad_settled_ttl_exits_saying_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """As a bad flag does: exit 2 and the variable named, before anything is served."""
-    monkeypatch.setattr(pacing, "SETTLED", pacing.SETTLED)
     monkeypatch.setenv(pacing.SETTLED_VARIABLE, "5m")
     monkeypatch.setattr(runner, "serve", lambda *a, **k: pytest.fail("served"))
     main = runner.command("compose-model-endpoint", lambda rec: None)
