@@ -181,20 +181,30 @@ def _public_route(clusters: dict[str, Cluster]) -> str:
     return translate._name(route)
 
 
+def _missing_breaks_the_route_visibly(
+    fleet: Fleet, clusters: dict[str, Cluster], kind: str, name: str
+) -> tuple[str, str, str]:
+    """Translated without ``name``, the public route's refs are unresolved and it names ``name``.
+
+    Returns RouteAccepted as the ModelRoute observes what Envoy Gateway wrote: False, Unresolved.
+    """
+    drilled = dataplane.translate_fleet(fleet, _without(kind, name))
+    problems = dataplane.route_problems(drilled[PUBLIC], _public_route(clusters))
+    assert problems
+    assert all("ResolvedRefs" in p for p in problems), problems
+    assert any(name in p for p in problems), problems
+    accepted = _route_accepted(fleet, drilled[PUBLIC], _public_route(clusters))
+    assert accepted[:2] == ("False", "Unresolved"), accepted
+    return accepted
+
+
 def test_drill_a_cluster_ca_copy_missing_breaks_the_route_visibly(
     fleet: Fleet, clusters: dict[str, Cluster]
 ) -> None:
     """Without the gateway's copy of us.east's CA, its Backend is unresolved: the route says so."""
     ca_copy = names.gateway_cluster_ca("public", "us.east")
-    drilled = dataplane.translate_fleet(fleet, _without("ConfigMap", ca_copy))
-    problems = dataplane.route_problems(drilled[PUBLIC], _public_route(clusters))
-    assert problems
-    assert all("ResolvedRefs" in p for p in problems), problems
-    assert any(ca_copy in p for p in problems), problems
-    # What Envoy Gateway wrote, observed by the ModelRoute: RouteAccepted turns False, naming it.
-    accepted = _route_accepted(fleet, drilled[PUBLIC], _public_route(clusters))
-    assert accepted[:2] == ("False", "Unresolved"), accepted
-    assert ca_copy in accepted[2]
+    accepted = _missing_breaks_the_route_visibly(fleet, clusters, "ConfigMap", ca_copy)
+    assert ca_copy in accepted[2], "RouteAccepted names the missing copy"
 
 
 def test_drill_an_invalid_backend_leaves_the_tiers_patch_without_a_target(
@@ -389,13 +399,7 @@ def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
     fleet: Fleet, clusters: dict[str, Cluster]
 ) -> None:
     client = names.gateway_client_certificate("public")
-    drilled = dataplane.translate_fleet(fleet, _without("Secret", client))
-    problems = dataplane.route_problems(drilled[PUBLIC], _public_route(clusters))
-    assert problems
-    assert all("ResolvedRefs" in p for p in problems), problems
-    assert any(client in p for p in problems), problems
-    accepted = _route_accepted(fleet, drilled[PUBLIC], _public_route(clusters))
-    assert accepted[:2] == ("False", "Unresolved"), accepted
+    _missing_breaks_the_route_visibly(fleet, clusters, "Secret", client)
 
 
 def test_drill_a_duplicate_caller_key_is_refused(
