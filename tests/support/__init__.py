@@ -94,6 +94,13 @@ class Outcome:
     def requirements(self) -> dict[str, fnv1.ResourceSelector]:
         return dict(self.rsp.requirements.resources)
 
+    def required_secret(self, key: str) -> tuple[str, str]:
+        """The name and namespace of the Secret that requirement ``key`` asks for by name."""
+        selector = self.requirements[key]
+        assert (selector.api_version, selector.kind) == ("v1", "Secret")
+        assert selector.HasField("match_name"), "a Secret is required by name"
+        return selector.match_name, selector.namespace
+
 
 def run(compose: Composer, req: fnv1.RunFunctionRequest) -> Outcome:
     """One call of ``compose``; whatever it answers, it never declares the XR ready

@@ -612,8 +612,7 @@ def test_requirements_name_what_is_needed_where() -> None:
     callers_req = reqs["caller-secrets"]
     assert (callers_req.kind, callers_req.namespace) == ("Secret", NS)
     assert dict(callers_req.match_labels.labels) == CALLER_LABELS
-    tls_req = reqs["tls-secret-ai-example-tls"]
-    assert (tls_req.kind, tls_req.match_name, tls_req.namespace) == ("Secret", "ai-example-tls", NS)
+    assert out.required_secret("tls-secret-ai-example-tls") == ("ai-example-tls", NS)
 
 
 def test_requirements_are_declared_even_when_a_gate_is_closed() -> None:

@@ -95,13 +95,7 @@ def test_endpoint_ready(
 
 def test_credential_is_required_by_name_in_the_endpoint_namespace() -> None:
     out = run(compose, request(endpoint(credentialRef={"name": "openai"})))
-    sel = out.requirements["credential"]
-    assert (sel.api_version, sel.kind, sel.match_name, sel.namespace) == (
-        "v1",
-        "Secret",
-        "openai",
-        NS,
-    )
+    assert out.required_secret("credential") == ("openai", NS)
 
 
 def test_no_requirement_without_credential() -> None:

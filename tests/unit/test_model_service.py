@@ -624,13 +624,7 @@ def test_requirements_are_declared_step_by_step() -> None:
     required = canary_fleet()
     del required["credential-openai"]
     second = run(compose, request(CANARY, required=required))
-    cred = second.requirements["credential-openai"]
-    assert (cred.api_version, cred.kind, cred.match_name, cred.namespace) == (
-        "v1",
-        "Secret",
-        "openai",
-        NS,
-    )
+    assert second.required_secret("credential-openai") == ("openai", NS)
     assert second.desired == {}, "no partial route while a credential is unresolved"
     assert "Secret team-a/openai" in condition(second)[2]
 
