@@ -16,7 +16,12 @@ from typing import Any
 
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
-from fleetgate.model_service.naming import Service, endpoint_key, model_route_key
+from fleetgate.model_service.naming import (
+    Service,
+    ai_gateway_route_name,
+    endpoint_key,
+    model_route_key,
+)
 from sim import controllers, pipeline
 from sim.pki import ca
 from tests.support import CONTROLLERS, Outcome, request, run, secret
@@ -225,6 +230,18 @@ def manifest(out: Outcome, key: str) -> Obj:
     """The remote object a ModelRoute composed under ``key``."""
     found: Obj = out.desired[key]["spec"]["forProvider"]["manifest"]
     return found
+
+
+def route_policy_spec(policy: Obj, kind: str, gw: str = "public") -> Obj:
+    """The rest of a policy's spec, once it is a ``kind`` named after the service's route on
+    ``gw``, targets that route and merges into the gateway's own ``kind`` (never replacing it)."""
+    route = ai_gateway_route_name(SVC, gw)
+    assert (policy["kind"], policy["metadata"]["name"]) == (kind, route)
+    spec = dict(policy["spec"])
+    target = {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route}
+    assert spec.pop("targetRefs") == [target]
+    assert spec.pop("mergeType") == "StrategicMerge"
+    return spec
 
 
 def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:

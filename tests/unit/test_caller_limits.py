@@ -26,19 +26,18 @@ from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_TRAFFIC_KEY,
-    ai_gateway_route_name,
 )
 from tests.support import inference_gateway as gw_support
 from tests.support import request, run, secret
 from tests.support.model_service import (
     CANARY,
-    SVC,
     canary_fleet,
     entry,
     fleet,
     manifest,
     model_routes,
     route_of,
+    route_policy_spec,
     service,
     third_party,
 )
@@ -80,14 +79,9 @@ def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> Non
         compose, request(limited([{"requests": 60, "per": "Minute"}]), required=canary_fleet())
     )
     assert out.fatal == []
-    route = route_of(out)
-    policy = manifest(route, CALLER_TRAFFIC_KEY)
-    name = ai_gateway_route_name(SVC, "public")
-    assert (policy["kind"], policy["metadata"]["name"]) == ("BackendTrafficPolicy", name)
-    assert policy["spec"] == {
-        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": name}],
-        # Merged into the gateway's traffic policy: retries and outlier detection stay.
-        "mergeType": "StrategicMerge",
+    policy = manifest(route_of(out), CALLER_TRAFFIC_KEY)
+    # Merged into the gateway's traffic policy: retries and outlier detection stay.
+    assert route_policy_spec(policy, "BackendTrafficPolicy") == {
         "rateLimit": {
             "global": {
                 "rules": [

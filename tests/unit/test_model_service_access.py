@@ -18,19 +18,18 @@ from fleetgate.core.kinds.route import ROUTE_CALLERS_MAX
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     CALLER_ACCESS_KEY,
-    ai_gateway_route_name,
     model_route_key,
 )
 from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (
     CANARY,
-    SVC,
     canary_fleet,
     condition,
     gateway,
     manifest,
     model_routes,
     route_of,
+    route_policy_spec,
     routes_observed,
 )
 
@@ -80,13 +79,8 @@ def test_the_callers_named_and_every_key_of_each_group_may_call() -> None:
 
 def test_the_policy_allows_exactly_those_callers_on_the_generated_route() -> None:
     out = run(compose, request(restricted(callers=["team-a", "ci"]), required=canary_fleet()))
-    found = policy(out)
-    route = ai_gateway_route_name(SVC, "public")
-    assert (found["kind"], found["metadata"]["name"]) == ("SecurityPolicy", route)
-    assert found["spec"] == {
-        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route}],
-        # Merged into the gateway's API-key policy, never replacing it.
-        "mergeType": "StrategicMerge",
+    # Merged into the gateway's API-key policy, never replacing it.
+    assert route_policy_spec(policy(out), "SecurityPolicy") == {
         "authorization": {
             "defaultAction": "Deny",
             "rules": [
