@@ -43,13 +43,20 @@ from tests.support.model_service import (
 )
 
 DISTINCT = {"name": CALLER_HEADER, "type": "Distinct"}
-TOKENS_COST = {
-    "request": {"from": "Number", "number": 0},
-    "response": {
-        "from": "Metadata",
-        "metadata": {"namespace": "io.envoy.ai_gateway", "key": "llm_total_token"},
-    },
-}
+
+
+def response_cost(key: str) -> dict[str, Any]:
+    """A rule's cost: nothing as the request comes, then the response's metadata at ``key``."""
+    return {
+        "request": {"from": "Number", "number": 0},
+        "response": {
+            "from": "Metadata",
+            "metadata": {"namespace": "io.envoy.ai_gateway", "key": key},
+        },
+    }
+
+
+TOKENS_COST = response_cost("llm_total_token")
 
 
 def limited(limits: list[dict[str, Any]], **access: Any) -> dict[str, Any]:
@@ -217,13 +224,7 @@ def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
     assert rule == {
         "clientSelectors": [{"headers": [DISTINCT]}],
         "limit": {"requests": 100_000_000, "unit": "Month"},
-        "cost": {
-            "request": {"from": "Number", "number": 0},
-            "response": {
-                "from": "Metadata",
-                "metadata": {"namespace": "io.envoy.ai_gateway", "key": "cost"},
-            },
-        },
+        "cost": response_cost("cost"),
         # One counter per caller across all the gateway's routes.
         "shared": True,
     }
