@@ -73,6 +73,24 @@ def backend(endpoint: str, **fields: Any) -> Obj:
     }
 
 
+def mutual_tls_backend(port: int) -> Obj:
+    """The Backend spec of an endpoint on eu-1, which the public gateway reaches over mutual TLS."""
+    return {
+        "endpoints": [{"fqdn": {"hostname": EU_1, "port": port}}],
+        "tls": {
+            "caCertificateRefs": [
+                {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
+            ],
+            "sni": EU_1,
+            "clientCertificateRef": {
+                "group": "",
+                "kind": "Secret",
+                "name": gateway_client_certificate("public"),
+            },
+        },
+    }
+
+
 def model_route(*backends: Obj, **gateway: Any) -> Obj:
     return {
         "apiVersion": API,
@@ -188,21 +206,7 @@ def test_canary_route() -> None:
 
 def test_fleet_hosted_backend_uses_mutual_tls() -> None:
     out = canary()
-    host = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
-    assert manifest(out, endpoint_key("qwen-eu-1", "backend"))["spec"] == {
-        "endpoints": [{"fqdn": {"hostname": host, "port": 443}}],
-        "tls": {
-            "caCertificateRefs": [
-                {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
-            ],
-            "sni": host,
-            "clientCertificateRef": {
-                "group": "",
-                "kind": "Secret",
-                "name": gateway_client_certificate("public"),
-            },
-        },
-    }
+    assert manifest(out, endpoint_key("qwen-eu-1", "backend"))["spec"] == mutual_tls_backend(443)
     ai = manifest(out, endpoint_key("qwen-eu-1", "ai-service-backend"))["spec"]
     assert ai == {
         "schema": {"name": "OpenAI", "prefix": "/team-a/qwen/v1"},
@@ -352,20 +356,7 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
     (
         "mutual TLS to a cluster on another port",
         backend("hosted", host=EU_1, port=8443, tls="Mutual", cluster="eu-1", prefix="/a/b/v1"),
-        {
-            "endpoints": [{"fqdn": {"hostname": EU_1, "port": 8443}}],
-            "tls": {
-                "caCertificateRefs": [
-                    {"group": "", "kind": "ConfigMap", "name": gateway_cluster_ca("public", "eu-1")}
-                ],
-                "sni": EU_1,
-                "clientCertificateRef": {
-                    "group": "",
-                    "kind": "Secret",
-                    "name": gateway_client_certificate("public"),
-                },
-            },
-        },
+        mutual_tls_backend(8443),
         {"schema": {"name": "OpenAI", "prefix": "/a/b/v1"}},
         set(),
     ),
