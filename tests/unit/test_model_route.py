@@ -7,6 +7,7 @@ plans and from the canary's.
 
 import base64
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -416,54 +417,50 @@ def test_the_gateway_block_drives_the_route_rule() -> None:
 
 # --- reporting acceptance ------------------------------------------------------------------
 
-ACCEPTANCE: list[tuple[str, bool | None, str, tuple[str, str, str], str]] = [
-    # name, Objects accepted (None: not created yet), refusal, RouteAccepted, composite ready
-    (
-        "nothing created yet",
-        None,
-        "",
-        ("False", "Pending", "route not accepted yet"),
-        "READY_FALSE",
-    ),
-    (
+
+@dataclass(frozen=True)
+class Acceptance:
+    """What the route reports once its Objects read ``accepted`` (None: not created yet)."""
+
+    id: str
+    accepted: bool | None
+    route_accepted: tuple[str, str, str]  # RouteAccepted: status, reason, message
+    refusal: str = ""  # the Objects' refusal message
+    ready: str = "READY_FALSE"  # the composite's
+
+
+ACCEPTANCE = [
+    Acceptance("nothing created yet", None, ("False", "Pending", "route not accepted yet")),
+    Acceptance(
         "accepted",
         True,
-        "",
         ("True", "Accepted", "Envoy AI Gateway accepted the route, Envoy Gateway resolved it"),
-        "READY_UNSPECIFIED",  # Ready as Crossplane derives it: every Object is
+        ready="READY_UNSPECIFIED",  # Ready as Crossplane derives it: every Object is
     ),
-    (
+    Acceptance(
         "refused with a message",
         False,
-        "backend not found",
         ("False", "Refused", "Envoy AI Gateway refused the route: backend not found"),
-        "READY_FALSE",
+        refusal="backend not found",
     ),
-    (
+    Acceptance(
         "refused without a message",
         False,
-        "",
         ("False", "Refused", "Envoy AI Gateway refused the route: ReconciliationFailed"),
-        "READY_FALSE",
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("accepted", "refusal", "expected", "ready"),
-    [c[1:] for c in ACCEPTANCE],
-    ids=[c[0] for c in ACCEPTANCE],
-)
-def test_route_accepted_is_reported(
-    accepted: bool | None, refusal: str, expected: tuple[str, str, str], ready: str
-) -> None:
+@pytest.mark.parametrize("case", ACCEPTANCE, ids=[c.id for c in ACCEPTANCE])
+def test_route_accepted_is_reported(case: Acceptance) -> None:
+    accepted, refusal, expected = case.accepted, case.refusal, case.route_accepted
     composed = canary() if accepted is None else settled_canary()
     observed = (
         None if accepted is None else as_observed(composed, accepted=accepted, refusal=refusal)
     )
     out = canary(observed)
     assert out.conditions["RouteAccepted"] == expected
-    assert out.composite_ready == ready
+    assert out.composite_ready == case.ready
     assert out.xr_ready is (expected[0] == "True")
     assert out.desired == composed.desired, "nothing flaps on the way"
     for key, desired in out.rsp.desired.resources.items():
