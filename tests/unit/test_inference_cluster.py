@@ -52,37 +52,40 @@ API_VERSIONS = {
     "helm-provider-config": "helm.m.crossplane.io/v1beta1",
 }
 
-CREDENTIALS = [
-    # name, credentials, stack.install, expected provider config name, composed configs
-    (
-        "kubeconfig secret",
-        {"secretRef": {"name": KUBECONFIG}},
-        False,
-        f"fleetgate-cluster-{CLUSTER}",
-        {"provider-config"},
-    ),
-    (
-        "kubeconfig secret with stack",
-        {"secretRef": {"name": KUBECONFIG, "key": "config"}},
-        True,
-        f"fleetgate-cluster-{CLUSTER}",
-        {"provider-config", "helm-provider-config"},
-    ),
-    ("existing provider config", {"providerConfigName": "prod-eu"}, False, "prod-eu", set()),
-    (
-        "existing provider config with stack",
-        {"providerConfigName": "prod-eu"},
-        True,
-        "prod-eu",
-        set(),
-    ),
-]
-
 
 @pytest.mark.parametrize(
     ("credentials", "install", "config", "configs"),
-    [c[1:] for c in CREDENTIALS],
-    ids=[c[0] for c in CREDENTIALS],
+    [
+        # spec.credentials, spec.stack.install, the provider config used, the configs composed
+        pytest.param(
+            {"secretRef": {"name": KUBECONFIG}},
+            False,
+            f"fleetgate-cluster-{CLUSTER}",
+            {"provider-config"},
+            id="kubeconfig secret",
+        ),
+        pytest.param(
+            {"secretRef": {"name": KUBECONFIG, "key": "config"}},
+            True,
+            f"fleetgate-cluster-{CLUSTER}",
+            {"provider-config", "helm-provider-config"},
+            id="kubeconfig secret with stack",
+        ),
+        pytest.param(
+            {"providerConfigName": "prod-eu"},
+            False,
+            "prod-eu",
+            set(),
+            id="existing provider config",
+        ),
+        pytest.param(
+            {"providerConfigName": "prod-eu"},
+            True,
+            "prod-eu",
+            set(),
+            id="existing provider config with stack",
+        ),
+    ],
 )
 def test_credentials_pick_the_provider_config(
     credentials: dict[str, Any], install: bool, config: str, configs: set[str]
