@@ -98,29 +98,47 @@ def test_parse_origin(origin: str, expected: Origin) -> None:
     assert parse_origin(origin) == expected
 
 
-REFUSED: list[tuple[str, str, str]] = [
-    ("IPv4", "https://10.0.0.1", "IP address"),
-    ("IPv4 with port", "http://192.168.1.20:8000", "IP address"),
-    ("IPv6", "https://[2001:db8::1]", "IPv6"),
-    ("IPv6 with port", "https://[::1]:443", "IPv6"),
-    ("decimal IPv4", "https://2130706433", "IP address"),
-    ("short IPv4", "https://10.1", "IP address"),
-    ("hex IPv4", "https://0x7f.1", "IP address"),
-    ("path", "https://api.openai.com/v1", "nothing after the host"),
-    ("trailing slash", "https://api.openai.com/", "nothing after the host"),
-    ("other scheme", "ftp://files.example.com", "http(s)://"),
-    ("no scheme", "api.openai.com", "http(s)://"),
-    ("user info", "https://user@api.example.com", "http(s)://"),
-    ("port zero", "https://api.example.com:0", "port"),
-    ("port too big", "https://api.example.com:70000", "port"),
-    ("port not a number", "https://api.example.com:https", "port"),
-    ("underscore", "https://my_host.example.com", "DNS name"),
-    ("empty host", "https://", "DNS name"),
-]
+# What parse_origin refuses, by a fragment of the reason it gives: case name, origin.
+REFUSED: dict[str, dict[str, str]] = {
+    "IP address": {
+        "IPv4": "https://10.0.0.1",
+        "IPv4 with port": "http://192.168.1.20:8000",
+        "decimal IPv4": "https://2130706433",
+        "short IPv4": "https://10.1",
+        "hex IPv4": "https://0x7f.1",
+    },
+    "IPv6": {
+        "IPv6": "https://[2001:db8::1]",
+        "IPv6 with port": "https://[::1]:443",
+    },
+    "nothing after the host": {
+        "path": "https://api.openai.com/v1",
+        "trailing slash": "https://api.openai.com/",
+    },
+    "http(s)://": {
+        "other scheme": "ftp://files.example.com",
+        "no scheme": "api.openai.com",
+        "user info": "https://user@api.example.com",
+    },
+    "port": {
+        "port zero": "https://api.example.com:0",
+        "port too big": "https://api.example.com:70000",
+        "port not a number": "https://api.example.com:https",
+    },
+    "DNS name": {
+        "underscore": "https://my_host.example.com",
+        "empty host": "https://",
+    },
+}
 
 
 @pytest.mark.parametrize(
-    ("origin", "fragment"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED]
+    ("origin", "fragment"),
+    [
+        pytest.param(origin, fragment, id=name)
+        for fragment, cases in REFUSED.items()
+        for name, origin in cases.items()
+    ],
 )
 def test_origin_refused(origin: str, fragment: str) -> None:
     with pytest.raises(OriginError, match=re.escape(fragment)):
