@@ -13,7 +13,7 @@ CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
 SOURCES := functions tests e2e sim package bench
 
-.PHONY: render examples examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
+.PHONY: render examples generate apis examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
 
 ## render: walk the example fleet (examples/fleet) from nothing to a routed model through the
 ## functions and the real Crossplane CLI; print each pass, the routing table, facts and drills
@@ -24,9 +24,17 @@ render: deps
 examples: deps
 	$(PY) -m e2e.render
 
+## generate: everything written from the code, after any change to it: the XRDs, then the
+## examples; `make test` fails while a regeneration would change any of it
+generate: examples-update
+
+## apis: write each XRD's spec (apis/*/definition.yaml) from the kinds' models (e2e/xrds.py)
+apis: $(VENV)/.installed
+	$(PY) -m e2e.xrds
+
 ## examples-update: regenerate the examples' observed.yaml and expect.yaml from the functions
-## (e2e/snapshots.py); `make test` fails while a regeneration would change them
-examples-update: $(VENV)/.installed
+## (e2e/snapshots.py), through the XRDs as `make apis` writes them
+examples-update: apis
 	$(PY) -m e2e.render --update
 
 ## bench: measure every function on reference workloads up to the API's maxima (a few minutes);

@@ -1,13 +1,14 @@
-"""The API is written twice, the XRD the API server validates with and the pydantic model
-a function validates with; here they must agree, field by field, both ways.
+"""The API is defined once, in the models, and ``make apis`` writes each XRD's ``spec`` from
+them (``e2e.xrds``): the XRDs must be what it writes, and what it writes must be what
+pydantic validates.
 
-Every field of each XRD's ``spec`` must be in the kind's model and every field of the
-model in the XRD, with the same type, default, enum and bounds. A field the API server
-lets through and the model refuses fails a user's XR with a fatal result after it was
-accepted; one the model lets through and the API server refuses is a check nobody runs.
-The model's side is its JSON schema (``model_json_schema``): what pydantic validates.
-Patterns and CEL rules are not compared here (``test_xrd_cel`` evaluates the XRDs' rules
-as the API server does).
+The second check reads the model through pydantic's own JSON schema
+(``model_json_schema``), not through the writer: every field of each XRD's ``spec`` must be
+in it and every field of it in the XRD, with the same type, default, enum, bounds, pattern
+and required fields. A field the API server lets through and the model refuses fails a
+user's XR with a fatal result after it was accepted; one the model lets through and the
+API server refuses is a check nobody runs. CEL rules are not compared here
+(``test_xrd_cel`` evaluates the XRDs' rules as the API server does).
 """
 
 from typing import Any
@@ -28,6 +29,8 @@ KEYWORDS = (
     "maxLength",
     "minItems",
     "maxItems",
+    "pattern",
+    "required",
 )
 
 Node = dict[str, Any]
@@ -77,6 +80,12 @@ def _differences(xrd: Node, model: Node, defs: dict[str, Node], path: str) -> li
             xrd["additionalProperties"], model["additionalProperties"], defs, f"{path}{{}}"
         )
     return found
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_xrd_is_what_make_apis_writes(kind: str) -> None:
+    path = xrds.APIS / xrds.plural(kind) / "definition.yaml"
+    assert path.read_text() == xrds.written(kind), f"{path} is out of date: run make apis"
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -75,7 +75,44 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[
     str, Field(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=16)]
+# The XRDs' check of the same syntax; ``{path}`` is the field's (e2e.xrds).
+LABEL_KEYS: dict[str, Any] = {
+    "rule": (
+        "self.all(k, k.matches("
+        "'^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+        "([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$') && (!k.contains('/') || "
+        "k.matches('^[^/]{1,253}/')))"
+    ),
+    "message": (
+        "{path} keys must be label keys: an optional DNS subdomain prefix of at most 253 "
+        "characters and '/', then a name of 1 to 63 letters, digits, '-', '_' or '.', starting "
+        "and ending with a letter or digit"
+    ),
+}
+Labels = Annotated[
+    dict[LabelKey, LabelValue],
+    Field(max_length=16, json_schema_extra={"x-kubernetes-validations": [LABEL_KEYS]}),
+]
+# Labels a user puts on the ModelEndpoints composed for them (a cluster's, a
+# deployment's template): never under fleetgate.dev/, which Fleetgate's own labels use.
+EndpointLabels = Annotated[
+    dict[LabelKey, LabelValue],
+    Field(
+        max_length=16,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                LABEL_KEYS,
+                {
+                    "rule": "self.all(k, !k.startsWith('fleetgate.dev/'))",
+                    "message": (
+                        "{path} must not use keys under fleetgate.dev/ (reserved for labels "
+                        "Fleetgate manages)"
+                    ),
+                },
+            ]
+        },
+    ),
+]
 
 
 class Model(BaseModel):
@@ -113,12 +150,14 @@ class LabelSelector(Model):
     """Selects by labels; empty, everything."""
 
     match_labels: Labels = Field(default_factory=dict)
+    """Labels each selected object must carry (at most 16)."""
 
 
 class NonEmptySelector(LabelSelector):
     """Selects by at least one label: where selecting everything would be a mistake."""
 
     match_labels: Annotated[Labels, Field(min_length=1)]
+    """Labels each selected object must carry (1 to 16)."""
 
 
 class Condition(Model):
@@ -141,7 +180,9 @@ LONG_NAME_MAX = 512
 
 class SecretKeyRef(Model):
     name: ObjectName
+    """Name of the Secret."""
     key: SecretKey
+    """Key of the Secret holding the API key."""
 
 
 ServingProvider = Literal["Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"]

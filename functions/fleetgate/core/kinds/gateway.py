@@ -2,7 +2,7 @@
 
 from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from fleetgate.core.kinds.governance import CallerLimits
 from fleetgate.core.models import (
@@ -19,37 +19,75 @@ from fleetgate.core.models import (
 
 class ObjectRef(Model):
     name: ObjectName
+    """Name of a kubernetes.io/tls Secret in fleetgate-system."""
 
 
 class GatewayTLS(Model):
-    certificate_refs: Annotated[list[ObjectRef], Field(min_length=1, max_length=8)]
+    certificate_refs: Annotated[list[ObjectRef], Field(min_length=1, max_length=8)] = Field(
+        json_schema_extra={
+            "x-kubernetes-list-map-keys": [
+                "name",
+            ],
+            "x-kubernetes-list-type": "map",
+        }
+    )
+    """1 to 8 kubernetes.io/tls Secrets in the control plane's fleetgate-system namespace.
+    Fleetgate copies them onto the gateway's cluster with provider-kubernetes patchesFrom, so
+    no key appears in desired state."""
 
 
 class GatewayAuth(Model):
     secret_selector: NonEmptySelector
-    # Per caller, across every model the gateway serves.
+    """Selects caller-key Secrets in the control plane's fleetgate-system namespace. Each key of
+    a selected Secret is one caller: the key name is the caller's identity and the value its
+    API key. Keys are accepted from "Authorization: Bearer <key>" and from "x-api-key"; the
+    identity is passed on as the x-fleetgate-caller header. An empty selector is refused: it
+    would turn every Secret in fleetgate-system, kubeconfigs included, into caller keys."""
     limits: CallerLimits = Field(default_factory=list)
+    """How much each caller may use across every model this gateway serves: one counter per
+    caller and limit on this gateway (shared by all its routes). Over a limit, requests get
+    429 until the period turns. Up to 16."""
 
 
 class RetryOn(Model):
     http_status_codes: Annotated[
         list[Annotated[int, Field(ge=100, le=599)]], Field(max_length=16)
-    ] = [503]
+    ] = Field(
+        [503],
+        json_schema_extra={
+            "x-kubernetes-list-type": "set",
+        },
+    )
+    """HTTP status codes that trigger a retry (besides connection failures, resets and refused
+    streams, which always do). Defaults to [503]."""
 
 
 class OutlierDetection(Model):
     consecutive5xx_errors: Annotated[int, Field(ge=1, le=1000)] = Field(
         5, alias="consecutive5xxErrors"
     )
+    """Consecutive 5xx answers after which a backend is ejected. Defaults to 5."""
     base_ejection_time: Duration = "30s"
+    """Base time an ejected backend stays out, as a Gateway API duration. Defaults to 30s."""
 
 
 class Failover(Model):
     retries: Annotated[int, Field(ge=0, le=16)] = 3
+    """Retries per request, 0 to 16, each to another host. A failed attempt is retried on the
+    next priority tier first (numAttemptsPerPriority 1: tier 0, then 1, then 2, …; once every
+    tier was tried the tiers are tried again from the preferred one), whether or not the
+    failed tier still has healthy endpoints. Triggered by connection failures, resets, refused
+    streams and retryOn.httpStatusCodes. Defaults to 3."""
     retry_on: RetryOn = Field(default_factory=RetryOn)
+    """Which upstream answers are retried."""
     request_timeout: Duration = "300s"
+    """Overall deadline of a request, including streamed chunks and retries, as a Gateway API
+    duration (e.g. 300s, 5m, 1m30s). Defaults to 300s."""
     stream_idle_timeout: Duration = "60s"
+    """How long a backend may stay silent, e.g. stall before the first token, before its stream
+    is reset so the next priority is tried; a Gateway API duration. Defaults to 60s."""
     outlier_detection: OutlierDetection = Field(default_factory=OutlierDetection)
+    """Passive health checking that ejects failing backends for a while."""
 
 
 # Envoy Gateway's connection buffer (32 KiB by default) caps what AI Gateway,
@@ -65,22 +103,82 @@ BufferLimit = Annotated[
 
 class Limits(Model):
     buffer_limit: BufferLimit = "50Mi"
+    """Connection buffer of every listener and backend connection, in Mi (1Mi to 511Mi). Envoy AI
+    Gateway buffers whole request bodies and non-streamed responses, so a body larger than
+    this is refused (413 for a request); its external processor takes at most 512 MiB in one
+    message, hence the ceiling. Envoy Gateway's own default is 32 KiB, too small for long
+    prompts; defaults to 50Mi, as AI Gateway's examples set."""
 
 
 class Monitoring(Model):
-    # A PrometheusRule per ModelService routed to more than one tier.
     prometheus_rules: bool = False
+    """Compose a PrometheusRule (monitoring.coreos.com/v1) onto this gateway's cluster for every
+    ModelService it routes to more than one priority tier or to a priced endpoint: the share
+    of requests a fallback tier served and of requests that failed, the alerts
+    FleetgateFailoverActive and FleetgateAllTiersFailing, and each caller's spend per second
+    (fleetgate:modelservice_cost:rate5m). Needs the Prometheus Operator's CRDs there. Defaults
+    to false."""
 
 
 class InferenceGatewaySpec(Model):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.tls) || has(self.hostname)",
+                    "message": (
+                        "spec.hostname is required when spec.tls is set (the https listener "
+                        "and its certificates serve that name)"
+                    ),
+                },
+            ],
+        }
+    )
     cluster_name: ObjectName
-    hostname: Annotated[str, Field(min_length=1, max_length=253)] | None = None
+    """Name of the InferenceCluster the gateway runs on. Several InferenceGateways may share a
+    cluster; every object composed there is named after the gateway."""
+    hostname: Annotated[str, Field(min_length=1, max_length=253)] | None = Field(
+        None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "self.matches('^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?[.])*[a-z0"
+                        "-9]([-a-z0-9]{0,61}[a-z0-9])?$')"
+                    ),
+                    "message": (
+                        "spec.hostname must be a bare lowercase DNS name (labels of 1-63 "
+                        "characters [a-z0-9-], no scheme, port, path, wildcard or trailing dot)"
+                    ),
+                },
+                {
+                    "rule": "!self.matches('(^|[.])(0x[0-9a-f]*|[0-9]+)$')",
+                    "message": (
+                        "spec.hostname must be a DNS name, not an IP address (its last label "
+                        "must not be numeric)"
+                    ),
+                },
+            ],
+        },
+    )
+    """DNS name callers use for this gateway, e.g. ai.example.com: lowercase, no scheme, port,
+    path or trailing dot, and not an IP address. Required when tls is set. Without it the
+    gateway answers plain HTTP on port 80 only."""
     tls: GatewayTLS | None = None
+    """Serve HTTPS on port 443 for hostname. Requires hostname. Plain HTTP on port 80 stays
+    available for health checks by address."""
     auth: GatewayAuth | None = None
+    """Caller authentication by API key. Without auth the gateway serves anyone who reaches it."""
     service_selector: LabelSelector | None = None
+    """Which ModelServices this gateway serves, by their labels. Absent (or empty matchLabels)
+    serves every ModelService."""
     failover: Failover = Field(default_factory=Failover)
+    """Retry, timeout and outlier-detection policy applied to every model this gateway routes.
+    Every field has a default."""
     limits: Limits = Field(default_factory=Limits)
+    """Sizes the gateway accepts. Every field has a default."""
     monitoring: Monitoring = Field(default_factory=Monitoring)
+    """What the gateway gives a platform's Prometheus. Every field has a default."""
 
     @model_validator(mode="after")
     def _hostname_with_tls(self) -> Self:
@@ -106,4 +204,5 @@ class InferenceGatewayStatus(Model):
 
 class InferenceGateway(Composite):
     spec: InferenceGatewaySpec
+    """Desired state of the InferenceGateway."""
     status: InferenceGatewayStatus = Field(default_factory=InferenceGatewayStatus)

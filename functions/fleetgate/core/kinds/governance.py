@@ -10,7 +10,7 @@ they become Envoy Gateway rate-limit rules and AI Gateway costs.
 from decimal import Decimal
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from fleetgate.core.models import Model, ObjectName
 
@@ -37,10 +37,40 @@ COST_MAX = Decimal(LIMIT_AMOUNT_MAX) / COST_SCALES[-1]
 class Allowance(Model):
     """How much a caller may use per period: exactly one of requests, tokens, cost."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": (
+                        "(has(self.requests) ? 1 : 0) + (has(self.tokens) ? 1 : 0) + "
+                        "(has(self.cost) ? 1 : 0) == 1"
+                    ),
+                    "message": "{path} needs exactly one of requests, tokens, cost",
+                }
+            ]
+        }
+    )
+
     requests: Annotated[int, Field(ge=1, le=LIMIT_AMOUNT_MAX)] | None = None
+    """Requests per period, each counted as it arrives."""
     tokens: Annotated[int, Field(ge=1, le=LIMIT_AMOUNT_MAX)] | None = None
-    cost: Decimal6 | None = None
+    """Total tokens (input and output) per period, counted as each response ends; a caller over
+    it is refused until the period turns."""
+    cost: Decimal6 | None = Field(
+        None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "!self.matches('^0+([.]0+)?$')", "message": "{path} must be more than 0"}
+            ]
+        },
+    )
+    """Cost per period, a decimal in the currency of the endpoints' spec.pricing, counted as each
+    response ends (in millionths up to 4294.967295, above that in thousandths, each response to
+    the nearest unit). At most 4294967.295."""
     per: Period
+    """The window the amount is for. Windows are fixed, counted from the Unix epoch as Envoy's
+    rate-limit service keeps them (src/utils/utilities.go:20-39): a Day starts at 00:00 UTC, a
+    Month is 30 days, not a calendar month."""
 
     @model_validator(mode="after")
     def _one_amount(self) -> Self:
@@ -59,12 +89,20 @@ class CallerLimit(Allowance):
     """An allowance for each caller separately; narrowed, for only the callers named."""
 
     callers: Annotated[list[CallerName], Field(max_length=ACCESS_CALLERS_MAX)] = Field(
-        default_factory=list
+        default_factory=list,
+        json_schema_extra={
+            "x-kubernetes-list-type": "set",
+        },
     )
-    # Caller-key Secrets in the system namespace: each of their keys.
+    """Only these callers (each separately). With groups, the union."""
     groups: Annotated[list[ObjectName], Field(max_length=ACCESS_GROUPS_MAX)] = Field(
-        default_factory=list
+        default_factory=list,
+        json_schema_extra={
+            "x-kubernetes-list-type": "set",
+        },
     )
+    """Only the keys of these caller-key Secrets in fleetgate-system (each caller separately). A
+    Secret that is missing narrows to nobody (the condition says so)."""
 
     @property
     def narrowed(self) -> bool:
@@ -82,11 +120,15 @@ class ResolvedLimit(Allowance):
     """A limit with its narrowing resolved to caller identities; None, every caller."""
 
     callers: ResolvedCallers | None = None
+    """The callers it applies to (each separately), resolved; absent, every caller."""
 
 
 class Pricing(Model):
     """Price per 1,000,000 tokens; cached input tokens cost as input unless priced."""
 
     input_tokens: Decimal6 = "0"
+    """Price of input tokens that were not cached. Defaults to 0."""
     cached_input_tokens: Decimal6 | None = None
+    """Price of cached input tokens. Defaults to the inputTokens price."""
     output_tokens: Decimal6 = "0"
+    """Price of output tokens. Defaults to 0."""

@@ -47,30 +47,61 @@ class RouteGateway(Model):
     """The fleet gateway the route is for, resolved by the ModelService."""
 
     name: Name
+    """Name of the InferenceGateway. Remote object names, its client certificate and its cluster
+    CA ConfigMaps derive from it."""
     gateway_name: DNSLabel
+    """Name of the Gateway on the gateway's cluster the route attaches to."""
     provider_config_name: Name
+    """provider-kubernetes ClusterProviderConfig of the gateway's cluster, where every object of
+    the route is composed."""
     request_timeout: Duration
+    """Deadline of a request, from the gateway's spec.failover.requestTimeout (a Gateway API
+    duration)."""
     stream_idle_timeout: Duration
-    # The listener the route attaches to (the TLS listener when the gateway has
-    # TLS); None attaches it to every listener of the Gateway.
+    """Idle time after which a stalled backend is reset so the next priority is tried, from the
+    gateway's spec.failover.streamIdleTimeout."""
     section_name: DNSLabel | None = None
+    """The Gateway listener the route attaches to: `https` when the gateway has TLS, so models
+    are never served on its plain-HTTP listener. Unset, the route attaches to every listener
+    (a gateway without TLS)."""
 
 
 class RouteBackend(Model):
     """One backendRef of the route: a ModelEndpoint, resolved to what the gateway dials."""
 
     endpoint: Name
+    """Name of the ModelEndpoint (in this namespace) the backend is; the remote objects' names
+    derive from it. Unique within the route."""
     weight: Annotated[int, Field(ge=1, le=1_000_000)]
+    """Share of traffic relative to the backends of the same priority."""
     priority: Annotated[int, Field(ge=0, le=63)]
+    """Failover level, 0 first; levels are numbered without gaps over the tiers that have
+    backends."""
     model_name_override: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)] | None = None
+    """The name the backend knows the model by (the endpoint's spec.model); unset, the caller's
+    model name passes through."""
     host: Hostname
+    """DNS name of the backend (never an IP address)."""
     port: Annotated[int, Field(ge=1, le=65535)]
+    """Port of the backend."""
     schema_: Literal["OpenAI", "Anthropic"] = Field(alias="schema")
+    """API dialect of the backend."""
     prefix: Annotated[str, Field(min_length=1, max_length=LONG_NAME_MAX)]
+    """Path prefix of the backend's API."""
     tls: BackendTLS
+    """How the gateway reaches the backend. Mutual: a fleet-hosted endpoint, over mutual TLS to
+    its cluster's gateway (that cluster's CA ConfigMap and the gateway's client certificate),
+    the caller header kept. System: a third party over TLS against the system trust store.
+    Off: a third party over plain HTTP. A third party never sees x-fleetgate-caller."""
     cluster: Name | None = None
+    """The InferenceCluster hosting the endpoint; set exactly when tls is Mutual."""
     credential: SecretKeyRef | None = None
+    """The endpoint's API key: a Secret in this namespace, copied onto the gateway's cluster by
+    provider-kubernetes (no function writes the value into anything it composes)."""
     pricing: Pricing | None = None
+    """What the endpoint's tokens cost, per 1,000,000 tokens, as decimal strings in the
+    platform's currency. Absent: it costs 0. Each answered request's cost goes into the usage
+    record and counts against cost limits."""
 
     @model_validator(mode="after")
     def _cluster_with_mutual_tls(self) -> Self:
@@ -89,26 +120,43 @@ class RouteFailoverAlert(FailoverAlert):
     """The service's alert, resolved: the ModelService writes both values."""
 
     threshold: Share
+    """Share of the service's requests, over 5 minutes, served by a fallback tier (priority above
+    the lowest routed one) above which FleetgateFailoverActive fires: a decimal from 0 (any
+    failover) to below 1, up to six places. Defaults to "0.05"."""
     for_: AlertDuration = Field(alias="for")
+    """How long the share must stay above the threshold before the alert fires, as a Prometheus
+    duration of hours, minutes and seconds (e.g. 10m, 1h30m). Defaults to 10m."""
 
 
 class RouteAccess(Model):
     """The callers allowed on this route, resolved by the ModelService; empty, nobody."""
 
     callers: ResolvedCallers = Field(default_factory=list)
+    """Caller identities (key names in the gateway's caller-key Secrets) allowed; empty, nobody.
+    Enforced by a SecurityPolicy on the generated HTTPRoute."""
     limits: Annotated[list[ResolvedLimit], Field(max_length=LIMITS_MAX)] = Field(
         default_factory=list
     )
+    """The service's limits for each caller on this gateway, resolved by the ModelService;
+    enforced by a BackendTrafficPolicy on the generated HTTPRoute."""
 
 
 class ModelRouteSpec(Model):
     model: Annotated[str, Field(min_length=3, max_length=LONG_NAME_MAX)]
+    """The public model name the route matches exactly in the x-ai-eg-model header:
+    <namespace>/<ModelService name>, where namespace is this ModelRoute's."""
     gateway: RouteGateway
+    """The InferenceGateway the route is for."""
     backends: Annotated[list[RouteBackend], Field(min_length=1, max_length=ROUTE_BACKENDS_MAX)]
-    # Absent: every caller the gateway authenticates.
+    """The route's backends in order, 1 to 16 (AI Gateway generates one HTTPRoute rule from them,
+    which holds at most 16 backendRefs), one per ModelEndpoint."""
     access: RouteAccess | None = None
-    # Set when the gateway composes PrometheusRules (spec.monitoring).
+    """Who may call the model on this gateway, resolved by the ModelService from its spec.access.
+    Absent: every caller the gateway authenticates."""
     failover_alert: RouteFailoverAlert | None = None
+    """The ModelService's spec.failoverAlert, set when the gateway composes PrometheusRules (its
+    spec.monitoring.prometheusRules); the route composes one when it has more than one tier or
+    a priced endpoint."""
 
     @model_validator(mode="after")
     def _one_backend_per_endpoint(self) -> Self:
@@ -121,6 +169,7 @@ class ModelRouteSpec(Model):
 
 class ModelRoute(Composite):
     spec: ModelRouteSpec
+    """One gateway's route for one ModelService, as the ModelService resolved it."""
 
     @model_validator(mode="after")
     def _model_of_this_namespace(self) -> Self:
