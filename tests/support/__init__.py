@@ -13,9 +13,6 @@ from sim import controllers, loop, pipeline
 from sim.catalog import Example
 from sim.pipeline import STATUS_NAMES, xr_ready
 
-__all__ = ["STATUS_NAMES", "xr_ready"]  # Crossplane's reading of a response, sim.pipeline's
-
-
 SEVERITY_NAMES = {
     fnv1.SEVERITY_FATAL: "Fatal",
     fnv1.SEVERITY_WARNING: "Warning",
