@@ -8,7 +8,7 @@ import itertools
 import textwrap
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from fleetgate.core import kinds
+from fleetgate.model_deployment.catalog import ProviderCatalog
 
 APIS = Path(__file__).resolve().parent.parent / "apis"
 
@@ -128,7 +129,7 @@ def _type_schema(annotation: Any, metadata: list[Any]) -> Schema:
         node = {"type": "string", "enum": list(args)}
     elif annotation in (str, int, bool):
         node = {"type": {str: "string", int: "integer", bool: "boolean"}[annotation]}
-    elif origin is list:
+    elif origin is list or (origin is tuple and args[1:] == (Ellipsis,)):
         node = {"type": "array", "items": _type_schema(args[0], [])}
     elif origin is dict and args[1] is Any:
         node = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -174,9 +175,9 @@ def _default(info: FieldInfo, node: Schema) -> Any:
     if isinstance(value, BaseModel):
         filled = any("default" in child for child in node.get("properties", {}).values())
         return {} if filled else None
-    if value in ([], {}):
+    if value in ([], {}, ()):
         return None
-    return value
+    return list(value) if isinstance(value, tuple) else value
 
 
 def object_schema(model: type[BaseModel]) -> Schema:
@@ -217,29 +218,63 @@ def _ordered(node: Schema) -> Schema:
     return dict(sorted(node.items(), key=lambda kv: rank.get(kv[0], len(ORDER))))
 
 
-def spec_schema(kind: str) -> Schema:
-    """The XRD's ``spec`` for ``kind``, from its model.
+def field_schema(model: type[BaseModel], name: str) -> Schema:
+    """The schema of ``model``'s top-level field ``name`` (as spelt on the wire).
 
     A rule's message may say ``{path}`` where a model serves several fields (a label
-    selector, a limit): each XRD names the field it checks.
+    selector, a limit): each schema names the field it checks.
     """
-    spec: Schema = object_schema(kinds.model(kind))["properties"]["spec"]
-    for path, node in walk(spec, "spec"):
+    found: Schema = object_schema(model)["properties"][name]
+    for path, node in walk(found, name):
         if RULES in node:  # new dicts: a rule is the model's own, shared by every field it checks
             node[RULES] = [
                 {**rule, "message": rule["message"].replace("{path}", path)} for rule in node[RULES]
             ]
-    return spec
+    return found
+
+
+def spec_schema(kind: str) -> Schema:
+    """The XRD's ``spec`` for ``kind``, from its model."""
+    return field_schema(kinds.model(kind), "spec")
+
+
+# compose-model-deployment's input: which providers a Composition offers.
+CATALOG_CRD = (
+    APIS.parent
+    / "package/functions/compose-model-deployment/input"
+    / "model-deployment.fn.fleetgate.dev_providercatalogs.yaml"
+)
+
+
+def _catalog_providers() -> Schema:
+    return field_schema(ProviderCatalog, "providers")
+
+
+def generated() -> dict[Path, tuple[str, Callable[[], Schema]]]:
+    """Each file ``make apis`` writes, the property of its schema written, and its source."""
+    found: dict[Path, tuple[str, Callable[[], Schema]]] = {
+        APIS / plural(kind) / "definition.yaml": ("spec", functools.partial(spec_schema, kind))
+        for kind in kinds.MODULES
+    }
+    found[CATALOG_CRD] = ("providers", _catalog_providers)
+    return found
 
 
 # --- writing the XRDs ------------------------------------------------------------------
 
 
 class _Dumper(yaml.SafeDumper):
-    """YAML as the XRDs are written: lists indented under their key, long text folded."""
+    """YAML as the XRDs are written: lists indented under their key, long text folded and
+    short text on one line, a value shared by two nodes written out twice (no anchors)."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
+
+    def write_plain(self, text: str, split: bool = True) -> None:
+        super().write_plain(text, split=False)
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -250,22 +285,26 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def written(kind: str) -> str:
-    """``kind``'s XRD as ``make apis`` writes it: as it stands, with ``spec`` from the model."""
-    xrd = yaml.safe_load((APIS / plural(kind) / "definition.yaml").read_text())
-    (version,) = xrd["spec"]["versions"]
-    version["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec_schema(kind)
-    text = yaml.dump(xrd, Dumper=_Dumper, sort_keys=False, width=84, allow_unicode=True)
-    if yaml.safe_load(text) != xrd:  # folding must never change a value
-        raise AssertionError(f"the {kind} XRD does not read back as written")
-    return text
+def written(path: Path) -> str:
+    """The XRD or CRD at ``path`` as ``make apis`` writes it: as it stands, with the property
+    ``generated`` names written from its model."""
+    name, source = generated()[path]
+    definition = yaml.safe_load(path.read_text())
+    (version,) = definition["spec"]["versions"]
+    version["schema"]["openAPIV3Schema"]["properties"][name] = source()
+    text = yaml.dump(definition, Dumper=_Dumper, sort_keys=False, width=84, allow_unicode=True)
+    if yaml.safe_load(text) != definition:  # folding must never change a value
+        raise AssertionError(f"{path} does not read back as written")
+    lines = path.read_text().splitlines(keepends=True)
+    header = itertools.takewhile(lambda line: line.startswith("#"), lines)
+    return "".join(header) + text
 
 
 def main() -> None:
-    """Write every XRD's ``spec`` from the models (``make apis``)."""
-    for kind in kinds.MODULES:
-        path = APIS / plural(kind) / "definition.yaml"
-        text = written(kind)
+    """Write every XRD's ``spec``, and the provider catalog's CRD, from the models
+    (``make apis``)."""
+    for path in generated():
+        text = written(path)
         if path.read_text() != text:
             path.write_text(text)
             print(f"wrote {path.relative_to(APIS.parent)}")

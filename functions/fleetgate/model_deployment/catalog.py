@@ -40,18 +40,28 @@ class _Strict(Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
 
+# A list of entries keyed by name, each name at most once, as the input's CRD says it.
+BY_NAME: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+
+
 class EngineEntry(_Strict):
     name: EngineType
+    """The engine."""
     gpu: bool = True
+    """Runs models that ask for GPUs. Defaults to true."""
     cpu: bool = False
-    serving_modes: Annotated[tuple[ServingMode, ...], Field(min_length=1, max_length=2)] = (
-        "Aggregated",
+    """Runs CPU-only models (no GPU asked). Defaults to false."""
+    serving_modes: Annotated[tuple[ServingMode, ...], Field(min_length=1, max_length=2)] = Field(
+        ("Aggregated",), json_schema_extra={"x-kubernetes-list-type": "set"}
     )
+    """Serving modes it runs. Defaults to [Aggregated]."""
 
 
 class SelectionRule(_Strict):
     condition: Annotated[str, Field(min_length=1, max_length=CONDITION_MAX)]
+    """A CEL expression that evaluates to a bool."""
     priority: Annotated[int, Field(ge=0, le=PRIORITY_MAX)] = 0
+    """Higher wins. Defaults to 0."""
 
 
 def _unique(names: list[str], what: str) -> None:
@@ -64,9 +74,20 @@ def _unique(names: list[str], what: str) -> None:
 
 class ProviderEntry(_Strict):
     name: ServingProvider
-    engines: Annotated[tuple[EngineEntry, ...], Field(min_length=1, max_length=4)]
-    # No rules: the provider runs only deployments that name it.
+    """The serving provider."""
+    engines: Annotated[tuple[EngineEntry, ...], Field(min_length=1, max_length=4)] = Field(
+        json_schema_extra=BY_NAME
+    )
+    """The engines this provider runs here, each at most once."""
     selection_rules: Annotated[tuple[SelectionRule, ...], Field(max_length=32)] = ()
+    """When to select this provider for a ModelDeployment without spec.provider.name. Each rule
+    is a CEL expression over one variable, spec: the ModelDeployment's spec with defaults
+    applied, spec.engine.type set to the engine in use and spec.resources.gpu.count always
+    present (0 on CPU), without spec.provider.overrides. Among the providers that run the engine
+    this way and are installed on a candidate cluster, the one whose matching rule has the
+    highest priority wins; ties go to the provider name that sorts first. A rule that does not
+    compile, fails or is not a bool does not match and is reported. No rules: the provider runs
+    only deployments that name it."""
 
     @model_validator(mode="after")
     def _engines_once(self) -> Self:
@@ -88,7 +109,10 @@ class ProviderCatalog(_Strict):
     kind: Literal["ProviderCatalog"]
     # Crossplane passes an input's metadata through; nothing here reads it.
     metadata: dict[str, Any] | None = None
-    providers: Annotated[tuple[ProviderEntry, ...], Field(min_length=1, max_length=5)]
+    providers: Annotated[tuple[ProviderEntry, ...], Field(min_length=1, max_length=5)] = Field(
+        json_schema_extra=BY_NAME
+    )
+    """The providers offered, each at most once."""
 
     @model_validator(mode="after")
     def _providers_once(self) -> Self:
