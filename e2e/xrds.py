@@ -238,6 +238,19 @@ def spec_schema(kind: str) -> Schema:
     return field_schema(kinds.model(kind), "spec")
 
 
+# Crossplane adds these to every XR's status schema itself; a model reads them all the same.
+CROSSPLANE_STATUS = ("conditions",)
+
+
+def status_schema(kind: str) -> Schema:
+    """The XRD's ``status`` for a kind whose status other functions read through its model;
+    other kinds' status is written in the XRD, beside the function that publishes it."""
+    found = field_schema(kinds.model(kind), "status")
+    for name in CROSSPLANE_STATUS:
+        del found["properties"][name]
+    return found
+
+
 # compose-model-deployment's input: which providers a Composition offers.
 CATALOG_CRD = (
     APIS.parent
@@ -250,13 +263,20 @@ def _catalog_providers() -> Schema:
     return field_schema(ProviderCatalog, "providers")
 
 
-def generated() -> dict[Path, tuple[str, Callable[[], Schema]]]:
-    """Each file ``make apis`` writes, the property of its schema written, and its source."""
-    found: dict[Path, tuple[str, Callable[[], Schema]]] = {
-        APIS / plural(kind) / "definition.yaml": ("spec", functools.partial(spec_schema, kind))
+Written = dict[str, Callable[[], Schema]]  # a property of the schema, and its source
+
+
+def generated() -> dict[Path, Written]:
+    """Each file ``make apis`` writes, and the properties of its schema it writes."""
+    found: dict[Path, Written] = {
+        APIS / plural(kind) / "definition.yaml": {"spec": functools.partial(spec_schema, kind)}
         for kind in kinds.MODULES
     }
-    found[CATALOG_CRD] = ("providers", _catalog_providers)
+    for kind in ("InferenceCluster", "InferenceGateway"):
+        found[APIS / plural(kind) / "definition.yaml"]["status"] = functools.partial(
+            status_schema, kind
+        )
+    found[CATALOG_CRD] = {"providers": _catalog_providers}
     return found
 
 
@@ -286,12 +306,12 @@ _Dumper.add_representer(str, _text)
 
 
 def written(path: Path) -> str:
-    """The XRD or CRD at ``path`` as ``make apis`` writes it: as it stands, with the property
-    ``generated`` names written from its model."""
-    name, source = generated()[path]
+    """The XRD or CRD at ``path`` as ``make apis`` writes it: as it stands, with the
+    properties ``generated`` names written from their models."""
     definition = yaml.safe_load(path.read_text())
     (version,) = definition["spec"]["versions"]
-    version["schema"]["openAPIV3Schema"]["properties"][name] = source()
+    for name, source in generated()[path].items():
+        version["schema"]["openAPIV3Schema"]["properties"][name] = source()
     text = yaml.dump(definition, Dumper=_Dumper, sort_keys=False, width=84, allow_unicode=True)
     if yaml.safe_load(text) != definition:  # folding must never change a value
         raise AssertionError(f"{path} does not read back as written")

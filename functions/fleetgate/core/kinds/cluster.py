@@ -172,3 +172,4 @@ class InferenceCluster(Composite):
     spec: InferenceClusterSpec
     """Desired state of the InferenceCluster."""
     status: InferenceClusterStatus = Field(default_factory=InferenceClusterStatus)
+    """Observed state of the InferenceCluster, published for the other Fleetgate functions."""

@@ -4,6 +4,7 @@ from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
+from fleetgate.core.kinds.cluster_status import PEM
 from fleetgate.core.kinds.governance import CallerLimits
 from fleetgate.core.models import (
     Composite,
@@ -187,18 +188,33 @@ class InferenceGatewaySpec(Model):
         return self
 
 
+# A base URL as a status publishes it.
+URL = Annotated[str, Field(max_length=2048)]
+
+
 class GatewayEndpoints(Model):
-    open_ai: str | None = Field(None, alias="openAI")
-    anthropic: str | None = None
+    open_ai: URL | None = Field(None, alias="openAI")
+    """OpenAI-compatible base URL: https://<hostname>/v1 with tls, else http://<hostname or
+    address>/v1."""
+    anthropic: URL | None = None
+    """Anthropic Messages base URL on the same host, under the /anthropic/v1 prefix."""
 
 
 class InferenceGatewayStatus(Model):
-    address: str | None = None
-    client_ca_certificate: str | None = Field(None, alias="clientCACertificate")
+    address: Annotated[str, Field(max_length=253)] | None = None
+    """First address of the gateway's load balancer (IP or DNS name)."""
+    client_ca_certificate: PEM | None = Field(None, alias="clientCACertificate")
+    """PEM of the CA that issues this gateway's client certificate; clusters trust it for mutual
+    TLS. Read from the ConfigMap trust-manager syncs, never from a Secret."""
+    reachable_clusters: Annotated[list[Name], Field(max_length=1024)] = Field(
+        default_factory=list, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    """InferenceClusters this gateway reaches over mutual TLS now: its copy of the cluster's CA and
+    its client certificate both exist on its cluster. A ModelService routes a fleet-hosted
+    endpoint through this gateway only when its cluster is listed (a Backend missing either is
+    unresolved, and Envoy Gateway then answers part of the route's traffic with 500)."""
     endpoints: GatewayEndpoints = Field(default_factory=GatewayEndpoints)
-    # Clusters this gateway reaches over mutual TLS right now: its copy of the
-    # cluster's CA and its own client certificate are both on its cluster.
-    reachable_clusters: list[Name] = Field(default_factory=list, max_length=1024)
+    """Base URLs callers use."""
     conditions: list[Condition] = Field(default_factory=list)
 
 
@@ -206,3 +222,4 @@ class InferenceGateway(Composite):
     spec: InferenceGatewaySpec
     """Desired state of the InferenceGateway."""
     status: InferenceGatewayStatus = Field(default_factory=InferenceGatewayStatus)
+    """Observed state of the InferenceGateway."""
