@@ -1,5 +1,6 @@
 """The XRDs of ``apis/`` as data: one reader for everything that needs a field's schema
-(the fault drills' defaults, the bad-input drill's breaks, tests at the API's limits)."""
+(the fault drills' defaults, the bad-input drill's breaks, tests at the API's limits), and
+the writer that makes them from the kinds' models (``make apis``)."""
 
 import ast
 import functools
@@ -60,10 +61,13 @@ def field(kind: str, path: str) -> Schema:
 # The API is defined once, in ``fleetgate.core.kinds``: each field's name, type,
 # default, enum and bounds are the model's, its description the attribute docstring
 # under it, and what only the API server checks (CEL rules, list types) the model's
-# ``json_schema_extra``. ``generate`` writes each XRD's ``spec`` from them; the rest of
-# the XRD (names, printer columns, status) is written in the XRD itself.
+# ``json_schema_extra``. ``make apis`` writes each XRD's ``spec`` (and the ``status``
+# other functions read) from them (``generated``); the rest of the XRD (names, printer
+# columns, the other kinds' status) is written in the XRD itself. Validators in Python
+# (an ``AfterValidator``, a ``model_validator``) have no schema: the XRD states the same
+# rule in CEL, beside it in the model.
 
-PATTERN_OF = {"minimum": "ge", "maximum": "le", "pattern": "pattern"}
+BOUNDS = {"minimum": "ge", "maximum": "le", "pattern": "pattern"}  # keyword: constraint
 SIZES = {  # min_length / max_length, by the OpenAPI type they bound
     "string": ("minLength", "maxLength"),
     "array": ("minItems", "maxItems"),
@@ -110,7 +114,7 @@ def _constrained(node: Schema, metadata: list[Any]) -> Schema:
             _constrained(node, item.metadata)
             _extend(node, item.json_schema_extra)
             continue
-        for keyword, attribute in PATTERN_OF.items():
+        for keyword, attribute in BOUNDS.items():
             if getattr(item, attribute, None) is not None:
                 node[keyword] = getattr(item, attribute)
         for keyword, attribute in zip(
