@@ -352,17 +352,29 @@ def _record(item: _Item, lines: Sequence[str]) -> None:
 
 
 class _CLIDumper(yaml.SafeDumper):
-    """PyYAML's safe dumper, quoting every string the CLI would read as a boolean.
+    """PyYAML's safe dumper, quoting every string the CLI would read as a boolean or a
+    number.
 
     The CLI reads YAML 1.1 as go-yaml does, where a plain y, Y, n or N is a
-    boolean; PyYAML's resolver lacks those four, so it would leave a string
-    "y" (a name the fuzz strategies make) unquoted and the CLI would refuse
-    it as not a string.
+    boolean, and a plain scalar is a number when Go's ``strconv.ParseInt(s, 0, 64)``
+    takes it (underscores removed: 0o17, 0B101 …) or it looks like a YAML float,
+    exponent without a dot included (1e5). PyYAML's resolver knows none of those, so
+    it would leave a string "y" or "1e5" (names the fuzz strategies make) unquoted and
+    the CLI would refuse it as not a string. Quoting more than go-yaml needs is
+    harmless: a quoted scalar is a string to both.
     """
 
 
 _CLIDumper.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN")
+)
+_CLIDumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^[-+]?(?:0[xXoObB][0-9a-fA-F_]+|(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)"
+        r"(?:[eE][-+]?[0-9]+)?)$"
+    ),
+    list("-+.0123456789"),
 )
 
 

@@ -141,6 +141,10 @@ CASES = {
             }
         ]
     ),
+    # go-yaml reads a plain scalar Go's ParseInt or its float syntax takes as a number.
+    "strings go-yaml reads as numbers": Case(
+        [certificate(secretName="1e5", dnsNames=["0o17", "0B101", "1_000", "-2.5e-3"])]
+    ),
     "unknown field in certificate": Case(
         [certificate(renewBeforePercentage=10, secretNam="typo")],
         [("objects[0] Certificate fleet/api", "spec.secretNam", 'unknown field: "secretNam"')],
