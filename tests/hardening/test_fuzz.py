@@ -18,6 +18,8 @@ field, never an internal error.
 """
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +34,7 @@ from tests.hardening.conftest import LOGGED
 from tests.hardening.harness import INTERNAL_ERROR, KINDS, MESSAGE_LIMIT, Obj, Walk
 from tests.hardening.mutations import mutate
 from tests.hardening.strategies import Scenario, scenario
+from tests.support.dynamo import dynamo_schema
 
 # Bounded and deterministic: the same examples on every run and machine.
 EXAMPLES = 30
@@ -120,7 +123,10 @@ def test_well_formed(kind: str) -> None:
 
     check()
     # Inputs too: a well-formed input the XRD would refuse is a bug in the strategy.
-    errors = validate.validate(list(to_validate.values()), extra_schema_files=XRDS)
+    with tempfile.TemporaryDirectory() as scratch:
+        errors = validate.validate(
+            list(to_validate.values()), extra_schema_files=[*XRDS, dynamo_schema(Path(scratch))]
+        )
     assert errors == [], "\n".join(errors[:20])
 
 

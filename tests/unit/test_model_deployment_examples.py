@@ -20,12 +20,12 @@ import pytest
 
 from e2e import functions, render, snapshots, validate
 from e2e.snapshots import whole
+from e2e.xrds import CATALOG_CRD
 from sim import catalog
 from sim.catalog import Example
 from tests.support import Outcome, run_example
+from tests.support.dynamo import dynamo_schema
 from tests.unit.test_model_deployment import observe
-from tests.unit.test_model_deployment_renderers import dynamo_schema
-from tests.unit.test_model_deployment_selection import CATALOG_CRD
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model-deployment"
 EXPERIMENTAL_XR = snapshots.EXPERIMENTAL_XR

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from e2e import validate
+from e2e.xrds import CATALOG_CRD
 from fleetgate.core.kinds.deployment import ModelDeploymentSpec
 from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules
@@ -25,11 +26,6 @@ from tests.unit.test_model_deployment import ARGS, cluster, deployment, remote
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSITION = REPO / "compositions" / "modeldeployments.yaml"
-CATALOG_CRD = (
-    REPO
-    / "package/functions/compose-model-deployment/input"
-    / "model-deployment.fn.fleetgate.dev_providercatalogs.yaml"
-)
 ALL = frozenset({"Direct", "LLMD", "KAITO", "Dynamo", "KubeRay"})
 AGG, DIS = "Aggregated", "Disaggregated"
 
