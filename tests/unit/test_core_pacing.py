@@ -46,7 +46,7 @@ def _configure(variable: str, value: str | None) -> None:
         pytest.param([_since(8)], 2, id="eight seconds: the minimum"),
         pytest.param([_since(80)], 10, id="eighty seconds: an eighth of it"),
         pytest.param([_since(800)], 100, id="800 seconds: an eighth of it"),
-        pytest.param([_since(7200)], 300, id="two hours: as settled"),
+        pytest.param([_since(7200)], 300, id="two hours: the most while waiting"),
         pytest.param([_since(80), _since(800, "Scheduled")], 10, id="only conditions False now"),
         pytest.param([{"type": "RoutingReady", "status": "False"}], 2, id="no time: soon"),
         pytest.param([_since(80) | {"lastTransitionTime": "yesterday"}], 2, id="a bad time"),
@@ -58,21 +58,23 @@ def test_a_waiting_xr_backs_off_with_the_time_it_has_waited(
     assert _ttl(observed) == seconds
 
 
-def test_a_settled_xr_is_called_every_five_minutes_by_default() -> None:
-    """From Crossplane v2.4 on, only a backstop: required resources are watched (issue 31)."""
+def test_a_settled_xr_is_called_every_hour_by_default() -> None:
+    """From Crossplane v2.4 on, only a backstop: what a function reads is watched (issues 31,
+    35), and Crossplane resyncs every XR hourly anyway."""
     settled = pacing.ttl(waiting=False, false_now=(), observed_conditions=[_since(5)], now=NOW)
-    assert settled == pacing.SETTLED == datetime.timedelta(minutes=5)
+    assert settled == pacing.SETTLED == datetime.timedelta(hours=1)
 
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [
-        pytest.param(None, 300, id="unset: the default"),
-        pytest.param("", 300, id="empty: the default"),
+        pytest.param(None, 3600, id="unset: the default"),
+        pytest.param("", 3600, id="empty: the default"),
         pytest.param("30", 30, id="a control plane before v2.4"),
         pytest.param(" 60 ", 60, id="blanks around it"),
         pytest.param("2", 2, id="the least"),
         pytest.param("3600", 3600, id="the most"),
+        pytest.param("300", 300, id="5 minutes"),
     ],
 )
 @pytest.mark.usefixtures("restored")
@@ -82,7 +84,8 @@ def test_the_settled_ttl_can_be_set_for_a_control_plane_that_does_not_watch(
     _configure(pacing.SETTLED_VARIABLE, value)
     got = pacing.ttl(waiting=False, false_now=(), observed_conditions=[], now=NOW)
     assert got == datetime.timedelta(seconds=seconds)
-    assert _ttl([_since(86400)]) == seconds, "a long wait is capped at the settled TTL too"
+    long_wait = min(seconds, pacing.WAITING_MAX.total_seconds())
+    assert _ttl([_since(86400)]) == long_wait, "a long wait: the most while waiting, or settled"
 
 
 @pytest.mark.parametrize(
@@ -101,7 +104,7 @@ def test_a_ttl_out_of_range_or_unreadable_is_refused_naming_it_and_changes_neith
     with pytest.raises(ValueError, match=f"{variable}='{value}'.*2-3600"):
         pacing.configure(environ)
     assert (
-        datetime.timedelta(minutes=5),
+        datetime.timedelta(hours=1),
         datetime.timedelta(seconds=2),
     ) == (pacing.SETTLED, pacing.WAITING_MIN)
 
@@ -111,7 +114,7 @@ def test_a_ttl_out_of_range_or_unreadable_is_refused_naming_it_and_changes_neith
     [
         pytest.param(None, 2, id="unset: the default"),
         pytest.param("20", 20, id="a large fleet on v2.4"),
-        pytest.param("600", 300, id="above the settled TTL: the settled TTL"),
+        pytest.param("600", 600, id="above the most a long wait waits: itself"),
     ],
 )
 @pytest.mark.usefixtures("restored")
@@ -119,6 +122,12 @@ def test_the_least_waiting_ttl_can_be_set(value: str | None, seconds: int) -> No
     _configure(pacing.WAITING_VARIABLE, value)
     assert _ttl([]) == seconds, "just turned False: the least waiting TTL"
     assert _ttl([_since(800)]) == max(100, seconds), "an eighth of 800 s, if above it"
+
+
+@pytest.mark.usefixtures("restored")
+def test_no_waiting_ttl_is_above_the_settled_one() -> None:
+    pacing.configure({pacing.SETTLED_VARIABLE: "30", pacing.WAITING_VARIABLE: "600"})
+    assert _ttl([]) == _ttl([_since(86400)]) == 30
 
 
 def _answer(
@@ -148,7 +157,7 @@ def _answer(
 def test_every_answer_carries_the_ttl_its_conditions_call_for() -> None:
     long_ago = [{"type": "C1", "status": "False", "lastTransitionTime": "2020-01-01T00:00:00Z"}]
     assert _answer(["True", "False"], xr_conditions=[]) == pacing.WAITING_MIN.total_seconds()
-    assert _answer(["True", "False"], xr_conditions=long_ago) == pacing.SETTLED.total_seconds()
+    assert _answer(["True", "False"], xr_conditions=long_ago) == pacing.WAITING_MAX.total_seconds()
     assert _answer(["True"], xr_conditions=[]) == pacing.SETTLED.total_seconds()
     assert _answer([], xr_conditions=[], waiting=True) == pacing.WAITING_MIN.total_seconds()
     assert _answer(["False"], xr_conditions=[], waiting=False) == pacing.SETTLED.total_seconds()
@@ -165,7 +174,7 @@ def test_waiting_with_every_condition_true_counts_from_the_xr_s_creation() -> No
 
     assert waited((NOW - datetime.timedelta(seconds=16)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 2
     assert waited((NOW - datetime.timedelta(seconds=80)).strftime("%Y-%m-%dT%H:%M:%SZ")) == 10
-    assert waited("2020-01-01T00:00:00Z") == pacing.SETTLED.total_seconds()
+    assert waited("2020-01-01T00:00:00Z") == pacing.WAITING_MAX.total_seconds()
     assert waited(None) == 2
 
 

@@ -9,21 +9,25 @@ XR's watch circuit breaker is open. A change to a *required* resource
 which watches what each step required (composition_functions.go:263-470,
 773); before v2.4 it is seen only when the TTL runs out.
 
-An XR waiting for something (a condition False, a composed resource not
-ready yet, or as its function says) is called again soon, and less soon the
-longer it has waited: the TTL is an eighth of the time since its oldest
-condition still False turned False, between ``WAITING_MIN`` and the settled
-TTL. A settled XR is called every settled TTL: on v2.4 only a backstop (an
-open breaker, the hourly resync), so 5 minutes: `make e2e` measured one
-call per 5 minutes for each settled cluster, gateway, deployment and endpoint
-XR, with every drill as fast as with 30 s (bench/README.md, "The fleet at
-rest", which also says why ModelRoutes on the test plane still wait). A
-control plane before v2.4 sees a drain, a rotated CA or a deleted
-credential only through this TTL: set ``FLEETGATE_SETTLED_TTL`` (seconds,
-2-3600) on the functions, e.g. ``30`` through a DeploymentRuntimeConfig, as
-`make e2e CROSSPLANE_LINE=oldest` does. ``FLEETGATE_WAITING_TTL`` (seconds,
-2-3600) sets ``WAITING_MIN``, the least TTL while waiting: a large fleet on
-v2.4 may raise it to 20 (bench/README.md, "The least waiting TTL").
+An XR waiting for something (a condition False, a composed resource not ready yet, or as
+its function says) is called again soon, and less soon the longer it has waited: the TTL
+is an eighth of the time since its oldest condition still False turned False, between
+``WAITING_MIN`` and ``WAITING_MAX`` (and never above the settled TTL). A settled XR is
+called every settled TTL, an hour by default: on v2.4 every input a function reads
+arrives by a watch (its XR, what it composed, what it required; no function reads the
+clock once settled), so this TTL is only a backstop, as long as Crossplane's own hourly
+resync that every XR gets anyway. `make e2e` with an hour ran every drill and fault as
+fast as with 5 minutes, and a settled fleet then costs no call at all between TTLs
+(bench/README.md, "The fleet at rest"); at 5 minutes a fleet of 400 services (~1,500
+XRs) would cost ~5 calls a second doing nothing. What the backstop still catches is a
+change whose watch event Crossplane dropped: its per-XR circuit breaker drops events
+while open (install step 0 raises it so a fleet does not trip it). A control plane
+before v2.4 sees a drain, a rotated CA or a deleted credential only through this TTL:
+set ``FLEETGATE_SETTLED_TTL`` (seconds, 2-3600) on the functions, e.g. ``30`` through a
+DeploymentRuntimeConfig, as `make e2e CROSSPLANE_LINE=oldest` does.
+``FLEETGATE_WAITING_TTL`` (seconds, 2-3600) sets ``WAITING_MIN``, the least TTL while
+waiting: a large fleet on v2.4 may raise it to 20 (bench/README.md, "The least waiting
+TTL").
 """
 
 import datetime
@@ -33,12 +37,17 @@ from typing import Any
 from fleetgate.core.times import parse
 
 LEAST = datetime.timedelta(seconds=2)  # the least TTL either variable may set
-SETTLED_MAX = datetime.timedelta(hours=1)  # Crossplane's resync: no use waiting longer
+# Crossplane's resync: every XR is reconciled this often whatever its TTL (--sync-interval,
+# 1h, the XR informers' SyncPeriod: cmd/crossplane/core/core.go:112,365 at v2.4.0).
+SETTLED_MAX = datetime.timedelta(hours=1)
 SETTLED_VARIABLE = "FLEETGATE_SETTLED_TTL"
 WAITING_VARIABLE = "FLEETGATE_WAITING_TTL"
 BACKOFF = 8  # the TTL while waiting: the time waited so far, divided by this
+# The most a waiting XR waits for its next call: what it waits for may be something only a
+# new pass notices (Envoy Gateway's stale status, bench/README.md "The least waiting TTL").
+WAITING_MAX = datetime.timedelta(minutes=5)
 # This process's TTLs: the defaults until ``configure`` reads the variables.
-SETTLED = datetime.timedelta(minutes=5)
+SETTLED = SETTLED_MAX
 # 2 s: some recoveries still hang on this poll even on Crossplane v2.4 (make e2e: caller
 # keys deleted on a cluster back in 6 s, against 81 s with 20 s). A large fleet trades
 # that for load: FLEETGATE_WAITING_TTL=20 cut S=40's calls until routed by 28%
@@ -102,4 +111,4 @@ def ttl(
         since = [parse(created)]
     known = [t for t in since if t is not None]
     waited = now - min(known) if known else datetime.timedelta(0)
-    return min(SETTLED, max(WAITING_MIN, waited / BACKOFF))
+    return min(SETTLED, max(WAITING_MIN, min(WAITING_MAX, waited / BACKOFF)))
