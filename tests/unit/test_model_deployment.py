@@ -509,7 +509,9 @@ def test_sticky_choice_survives_unsetting_the_field() -> None:
 
 HOLDS = [
     pytest.param(deployment(), {"deployments": []}, id="clusters not looked up yet"),
-    pytest.param(deployment(), {"clusters": [EU, US]}, id="deployments not looked up yet"),
+    pytest.param(
+        deployment(replicas=3), {"clusters": [EU, US]}, id="deployments not looked up yet"
+    ),
     pytest.param(
         deployment(provider={"name": "Direct", "overrides": {"spec": {"replicas": 9}}}),
         required(EU, US),
@@ -557,6 +559,29 @@ def test_requirements_are_every_cluster_and_every_deployment() -> None:
     for selector in (clusters, deployments):
         assert selector.HasField("match_labels"), "an unset match selects nothing"
         assert dict(selector.match_labels.labels) == {}
+
+
+@pytest.mark.parametrize(
+    ("spec", "placed", "reads_peers"),
+    [
+        pytest.param({}, (), True, id="GPU replicas to place"),
+        pytest.param({}, (("eu-west", 1), ("us-east", 1)), False, id="placed in full"),
+        pytest.param({"replicas": 3}, (("eu-west", 1), ("us-east", 1)), True, id="scaled up"),
+        pytest.param({"replicas": 1}, (("eu-west", 1), ("us-east", 1)), False, id="scaled down"),
+        pytest.param({}, (("eu-west", 1), ("gone", 1)), True, id="a cluster gone"),
+        pytest.param({"resources": {}}, (), False, id="no GPUs"),
+    ],
+)
+def test_other_deployments_are_read_only_while_gpu_replicas_wait_for_a_place(
+    spec: dict[str, Any], placed: tuple[tuple[str, int], ...], reads_peers: bool
+) -> None:
+    """Capacity is a promise for new work: a deployment placed in full, or without GPUs, does
+    not require its peers, so their writes do not wake it (at D deployments coming up at
+    once, D x D wake-ups otherwise) and its calls do not read D peers each."""
+    xr = deployment(status=placements(*placed), **spec)
+    out = run(compose, request(xr, required={"clusters": [EU, US]}))
+    assert ("deployments" in out.requirements) == reads_peers
+    assert (out.conditions["Scheduled"][1] == "WaitingForClusters") == reads_peers
 
 
 SELECTED = [

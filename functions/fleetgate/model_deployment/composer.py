@@ -4,8 +4,10 @@ The steps, in order:
 
 1. read the deployment, what it recorded last time (its choice and its
    placements) and the Composition's provider catalog;
-2. require every InferenceCluster and every ModelDeployment (for the GPUs
-   other deployments use);
+2. require every InferenceCluster; every ModelDeployment only while replicas
+   needing GPUs wait for a place (for the GPUs other deployments use:
+   ``placement.needs_capacity``), so a deployment placed in full or without
+   GPUs is not woken by every other deployment's write (issue 35);
 3. choose the engine and the serving provider (given, recorded, or selected
    by the catalog's rules among the providers the candidate clusters run);
 4. check ``spec.provider.overrides`` (deny-list, the provider's roots, strict
@@ -118,11 +120,15 @@ def compose(rec: Reconcile) -> None:
         for c, cluster in by_name.items()
         if (why := provider.refuses_cluster(shape, cluster)) is not None
     }
-    plan = placement.place(
-        _request(md, choice)._replace(refused=refused),
-        views.values(),
-        [(p.cluster, p.replicas) for p in previous.placements],
-    )
+    request = _request(md, choice)._replace(refused=refused)
+    earlier = [(p.cluster, p.replicas) for p in previous.placements]
+    if placement.needs_capacity(request, views.values(), earlier):
+        used = _gpus_used(rec, md)
+        if used is None:
+            _hold(rec, md, previous, WAITING)
+            return
+        views = {n: v._replace(gpus_used=used.get(n, 0)) for n, v in views.items()}
+    plan = placement.place(request, views.values(), earlier)
     placed = [
         _compose_cluster(
             rec,
@@ -141,20 +147,28 @@ def compose(rec: Reconcile) -> None:
 def _fleet(
     rec: Reconcile, md: ModelDeployment
 ) -> tuple[dict[str, InferenceCluster], dict[str, placement.ClusterView]] | None:
-    """Every cluster by name, and as placement sees it; None until Crossplane looked them up."""
+    """Every cluster by name, and as placement sees it before counting other deployments'
+    GPUs; None until Crossplane looked them up."""
     clusters = rec.require_all(
         CLUSTERS, Selector(API_VERSION, "InferenceCluster"), InferenceCluster
     )
+    if clusters is None:
+        return None
+    by_name = fleet.by_name(clusters)
+    now = datetime.datetime.now(datetime.UTC)
+    return by_name, {n: fleet.view(c, now) for n, c in by_name.items()}
+
+
+def _gpus_used(rec: Reconcile, md: ModelDeployment) -> dict[str, int] | None:
+    """GPUs other deployments use on each cluster; None until Crossplane looked them up."""
     peers = rec.require(DEPLOYMENTS, Selector(API_VERSION, "ModelDeployment"))
-    if clusters is None or peers is None:
+    if peers is None:
         return None
     namespace, name = _identity(md)
     used, unreadable = gpus_used_by_peers(peers, namespace, name)
     for problem in unreadable:
         rec.warning(f"GPU use of {problem}", "PeerUnreadable")
-    by_name = fleet.by_name(clusters)
-    now = datetime.datetime.now(datetime.UTC)
-    return by_name, {n: fleet.view(c, used.get(n, 0), now) for n, c in by_name.items()}
+    return used
 
 
 def _workload(

@@ -33,7 +33,8 @@ def is_joining(cluster: InferenceCluster, now: datetime.datetime) -> bool:
     return created is not None and now - created < JOINING and not failing
 
 
-def view(cluster: InferenceCluster, gpus_used: int, now: datetime.datetime) -> ClusterView:
+def view(cluster: InferenceCluster, now: datetime.datetime) -> ClusterView:
+    """The cluster as placement sees it, before other deployments' GPUs are counted."""
     return ClusterView(
         name=cluster.metadata.name,
         labels=cluster.metadata.labels,
@@ -44,7 +45,7 @@ def view(cluster: InferenceCluster, gpus_used: int, now: datetime.datetime) -> C
         providers=frozenset(cluster.spec.providers),
         gpus=cluster.spec.capacity.gpus,
         gpu_type=cluster.spec.capacity.gpu_type,
-        gpus_used=gpus_used,
+        gpus_used=0,
         joining=is_joining(cluster, now),
     )
 

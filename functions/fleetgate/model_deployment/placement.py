@@ -165,12 +165,32 @@ def scale_down(counts: dict[str, int], to: int) -> None:
             del counts[name]
 
 
+def _kept(
+    by_name: Mapping[str, ClusterView], req: Request, previous: Iterable[tuple[str, int]]
+) -> tuple[dict[str, int], list[tuple[str, int, str]]]:
+    """What stays of the earlier placements (rules 1 and 2), and what was given up."""
+    counts, released = retained(by_name, req, previous)
+    scale_down(counts, req.replicas)
+    return counts, released
+
+
+def needs_capacity(
+    req: Request, clusters: Iterable[ClusterView], previous: Iterable[tuple[str, int]]
+) -> bool:
+    """Whether placing ``req`` depends on the GPUs other deployments use: only replicas
+    that need GPUs and are not placed yet do. Capacity is a promise for new work, so a
+    deployment placed in full, or one without GPUs, never reads its peers."""
+    if req.gpus == 0:
+        return False
+    counts, _ = _kept({c.name: c for c in clusters}, req, previous)
+    return sum(counts.values()) < req.replicas
+
+
 def place(
     req: Request, clusters: Iterable[ClusterView], previous: Iterable[tuple[str, int]]
 ) -> Plan:
     by_name = {c.name: c for c in clusters}
-    counts, released = retained(by_name, req, previous)
-    scale_down(counts, req.replicas)
+    counts, released = _kept(by_name, req, previous)
 
     fit = {
         name: c for name, c in by_name.items() if unfit(c, req) is None and name not in req.refused
