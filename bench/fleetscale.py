@@ -138,12 +138,14 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
         _apply(st.cp, docs, STATE / "fleet")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
         xr_count = sum(1 for _ in fleet.xrs(st.cp))
+        made = _calls(st, since=called, what="from apply to routed")
         record(
             {
                 "seconds from apply to every service routed": _since(start),
                 "function calls per XR from apply to routed": round(
-                    (_calls(st) - called) / xr_count, 1
+                    made["function calls from apply to routed"] / xr_count, 1
                 ),
+                **made,
                 **_breakers(st, since=broken, what="from apply to routed"),
             }
         )
@@ -153,7 +155,7 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
         record(
             {
                 "seconds from one new service to routed": _since(start),
-                "function calls from one new service to routed": _calls(st) - called,
+                **_calls(st, since=called, what="from one new service to routed"),
                 **_breakers(st, since=broken, what="from one new service to routed"),
             }
         )
@@ -180,10 +182,20 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
         return figures
 
 
-def _calls(st: stack.Stack) -> int:
-    """Every function call Crossplane has made so far (its own counter): what converging
-    costs, beside how long it takes."""
-    return round(sum(calls.scrape(st.crossplane.metrics_port).values()))
+def _calls(
+    st: stack.Stack, since: dict[str, float] | None = None, what: str = ""
+) -> dict[str, float]:
+    """Function calls Crossplane has made (its own counter), per Function: so far, or,
+    ``since`` an earlier reading, in between, named for the figures with their sum: what
+    converging costs, beside how long it takes, and which function it costs most."""
+    now = calls.scrape(st.crossplane.metrics_port)
+    if since is None:
+        return now
+    made = {name: round(now[name] - since.get(name, 0.0)) for name in sorted(now)}
+    return {
+        f"function calls {what}": sum(made.values()),
+        **{f"function calls {what}: {name}": n for name, n in made.items()},
+    }
 
 
 def _breakers(
