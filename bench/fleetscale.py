@@ -23,6 +23,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,14 +59,19 @@ SETTLED_WINDOW_MARGIN_S = 60.0
 SETTLED_WINDOW_MAX_S = 600.0
 BETWEEN_TTLS = " at rest, between settled TTLs"
 TICKS = os.sysconf("SC_CLK_TCK")
-# Components whose costs are reported, by the Supervisor's process name (its prefix for
-# the functions: one process each).
+# Components whose costs are reported, by the Supervisor's process name (a pattern matched
+# from its start: the functions are one process each, and "crossplane" takes the RBAC
+# manager with it). The workload clusters' API servers and Envoy Gateways are the
+# clusters' side of a route: Envoy Gateway translates every route of a gateway again on
+# each change, so what it costs while a fleet comes up is a figure of its own.
 COMPONENTS = {
-    "crossplane": "crossplane",
-    "provider-kubernetes": "provider-provider-kubernetes",
-    "functions": "function-",
-    "control plane kube-apiserver": "control-plane-kube-apiserver",
-    "etcd": "etcd",
+    "crossplane": re.compile("crossplane"),
+    "provider-kubernetes": re.compile("provider-provider-kubernetes"),
+    "functions": re.compile("function-"),
+    "control plane kube-apiserver": re.compile("control-plane-kube-apiserver"),
+    "etcd": re.compile("etcd"),
+    "workload kube-apiservers": re.compile("(?!control-plane-).*-kube-apiserver$"),
+    "Envoy Gateways": re.compile(".*-envoy-gateway$"),
 }
 
 
@@ -85,7 +91,7 @@ def _cpu_seconds(sup: processes.Supervisor) -> dict[str, float]:
 
 
 def _component(process: str) -> str | None:
-    return next((c for c, prefix in COMPONENTS.items() if process.startswith(prefix)), None)
+    return next((c for c, pattern in COMPONENTS.items() if pattern.match(process)), None)
 
 
 def _peak_rss_mib(sup: processes.Supervisor) -> dict[str, float]:
@@ -135,8 +141,10 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
             figures.update(found)
 
         start, called, broken = time.monotonic(), _calls(st), _breakers(st)
+        cpu_before = _cpu_seconds(sup)
         _apply(st.cp, docs, STATE / "fleet")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
+        cpu_after = _cpu_seconds(sup)
         xr_count = sum(1 for _ in fleet.xrs(st.cp))
         made = _calls(st, since=called, what="from apply to routed")
         record(
@@ -147,6 +155,10 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 ),
                 **made,
                 **_breakers(st, since=broken, what="from apply to routed"),
+                **{
+                    f"CPU seconds from apply to routed: {c}": round(cpu_after[c] - cpu_before[c], 1)
+                    for c in COMPONENTS
+                },
             }
         )
         start, called, broken = time.monotonic(), _calls(st), _breakers(st)

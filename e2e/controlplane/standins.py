@@ -59,6 +59,7 @@ from sim.loop import without_times
 INTERVAL_S = 1.0
 CERT_MANAGER = "cert-manager.io/v1"
 AIGW = "aigateway.envoyproxy.io/v1beta1"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 OWNING_GATEWAY = "gateway.envoyproxy.io/owning-gateway-name"
 
@@ -95,6 +96,15 @@ class Controllers:
     world: World
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
+    # What each AIGatewayRoute was last generated from: AI Gateway's controller reconciles
+    # a route when it, an AIServiceBackend or the HTTPRoute it owns changes, not on a
+    # clock. Regenerating every route every round cost each workload API server a list and
+    # three server-side applies per route per second (at S=40, 4,500 such requests on one
+    # cluster in its first three minutes): load growing with the fleet for as long as it
+    # converges, which measured this loop more than the fleet (issue 35).
+    _generated_from: dict[tuple[str, str], tuple[object, list[Obj]]] = field(default_factory=dict)
+    # Collections listed in this round, so each is listed once per round, not per object.
+    _listed: dict[tuple[str, str, str], list[Obj]] = field(default_factory=dict)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(
@@ -123,6 +133,7 @@ class Controllers:
             ("apps/v1", "Deployment", self.deployment),
         ]
         kube = self.cluster.admin
+        self._listed.clear()
         for api_version, kind, realise in passes:
             try:
                 for obj in kube.list(api_version, kind):
@@ -247,17 +258,37 @@ class Controllers:
         ]
         return self._stable(obj, {**(obj.get("status") or {}), "parents": parents})
 
+    def _list(self, api_version: str, kind: str, namespace: str) -> list[Obj]:
+        key = (api_version, kind, namespace)
+        if key not in self._listed:
+            self._listed[key] = self.cluster.admin.list(api_version, kind, namespace)
+        return self._listed[key]
+
     def ai_gateway_route(self, obj: Obj) -> Obj | None:
         kube = self.cluster.admin
-        backends = kube.list(AIGW, "AIServiceBackend", obj["metadata"]["namespace"])
-        try:
-            generated = translate.ai_gateway_route(obj, backends)
-        except LookupError as err:
-            return self._keep(obj, [_ai_gateway_cond(False, str(err))])
-        for made in generated:
-            made["metadata"]["ownerReferences"] = [controller_ref(obj)]
-            kube.apply(made, manager="envoy-ai-gateway-controller")
-        return self._keep(obj, [_ai_gateway_cond(True, "AI Gateway Route reconciled successfully")])
+        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        backends = self._list(AIGW, "AIServiceBackend", namespace)
+        owned = self._list(GATEWAY_API, "HTTPRoute", namespace)
+        source = (
+            obj["metadata"].get("resourceVersion"),
+            sorted((b["metadata"]["name"], b["metadata"].get("resourceVersion")) for b in backends),
+            [r["metadata"].get("resourceVersion") for r in owned if r["metadata"]["name"] == name],
+        )
+        last = self._generated_from.get((namespace, name))
+        if last is None or last[0] != source:
+            try:
+                generated = translate.ai_gateway_route(obj, backends)
+            except LookupError as err:
+                conditions = [_ai_gateway_cond(False, str(err))]
+            else:
+                for made in generated:
+                    made["metadata"]["ownerReferences"] = [controller_ref(obj)]
+                    kube.apply(made, manager="envoy-ai-gateway-controller")
+                conditions = [_ai_gateway_cond(True, "AI Gateway Route reconciled successfully")]
+            # Kept only once applied (a failed apply is tried again next round), with the
+            # condition it earned, which the round writes until the route carries it.
+            last = self._generated_from[(namespace, name)] = (source, conditions)
+        return self._keep(obj, last[1])
 
     def ai_gateway_accepted(self, obj: Obj) -> Obj | None:
         message = f"{obj['kind']} reconciled successfully"

@@ -139,6 +139,39 @@ def test_an_ai_gateway_route_naming_a_missing_backend_is_not_accepted() -> None:
     assert "observedGeneration" not in condition
 
 
+def test_an_ai_gateway_route_is_generated_again_only_when_what_it_is_made_of_changes() -> None:
+    """As AI Gateway's controller reconciles: on a change to the route, an AIServiceBackend
+    or its HTTPRoute, not every round (each round would otherwise load the API server with
+    three applies per route: issue 35)."""
+    backend = ai_gateway("AIServiceBackend", "llama")
+    backend["spec"] = {"backendRef": {"name": "llama", "kind": "Backend"}}
+    route = ai_gateway("AIGatewayRoute", "svc")
+    route["spec"] = {
+        "parentRefs": [{"name": GATEWAY, "namespace": NAMESPACE}],
+        "rules": [{"backendRefs": [{"name": "llama"}]}],
+    }
+    for obj in (backend, route):
+        obj["metadata"]["resourceVersion"] = "1"
+    kube = FakeKube([route, backend])
+    controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers={}))
+    applied = []
+    for change in (None, None, backend, None, route):
+        if change is not None:
+            change["metadata"]["resourceVersion"] = str(
+                int(change["metadata"]["resourceVersion"]) + 1
+            )
+        controllers.round()
+        applied.append(len(kube.applied))
+    assert controllers.errors == []
+    made = applied[0]
+    assert [n // made for n in applied] == [1, 1, 2, 2, 3]
+    assert sorted(o["kind"] for o in kube.applied[:made]) == [
+        "HTTPRoute",
+        "HTTPRouteFilter",
+        "HTTPRouteFilter",
+    ]
+
+
 def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
     """cert-manager with --enable-certificate-owner-ref, as Fleetgate runs it
     (pkg/controller/certificates/issuing/internal/secret.go:116-123, v1.21.1)."""
