@@ -33,8 +33,10 @@ from typing import Any
 import yaml
 
 from bench import fleetgen, machine
-from e2e.controlplane import calls, fleet, processes, stack, workloads
+from e2e import fleetdrills
+from e2e.controlplane import calls, envoygateway, fleet, processes, stack, workloads
 from e2e.controlplane.clusters import Cluster
+from e2e.controlplane.driver import ControlPlane, DrillError
 from fleetgate.core import pacing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,6 +61,15 @@ SETTLED_WINDOW_MARGIN_S = 60.0
 SETTLED_WINDOW_MAX_S = 600.0
 BETWEEN_TTLS = " at rest, between settled TTLs"
 TICKS = os.sysconf("SC_CLK_TCK")
+TRANSLATIONS = "Envoy Gateway translations"
+TRANSLATION_SECONDS = "Envoy Gateway translation seconds"
+# A function's debug line for a call or its answer (fleetgate/core/runner.py), as the SDK's
+# console renderer writes it once its colours are taken out.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CALL_LINE = re.compile(
+    r"RunFunction(?P<answered> answered)?\s.*\bkind=(?P<kind>\S+)\s.*\bname=(?P<name>\S+)"
+    r"\s.*\bsize=(?P<size>\d+)"
+)
 # Components whose costs are reported, by the Supervisor's process name (a pattern matched
 # from its start: the functions are one process each, and "crossplane" takes the RBAC
 # manager with it). The workload clusters' API servers and Envoy Gateways are the
@@ -127,7 +138,7 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
     subprocess.run(["rm", "-rf", str(STATE)], check=True)
     STATE.mkdir(parents=True)
     with processes.Supervisor(STATE / "logs") as sup:
-        st = stack.bring_up(sup, STATE, WORKLOADS, log=lambda _: None)
+        st = stack.bring_up(sup, STATE, WORKLOADS, log=lambda _: None, function_args=["--debug"])
         the_world = workloads.world()
         for workload in st.workloads.values():
             fleet.register(st.cp, workload)
@@ -140,13 +151,11 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 print(f"  {name}: {value}", flush=True)
             figures.update(found)
 
-        start, called, broken = time.monotonic(), _calls(st), _breakers(st)
-        cpu_before = _cpu_seconds(sup)
+        start, before = time.monotonic(), _counters(st, sup)
         _apply(st.cp, docs, STATE / "fleet")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
-        cpu_after = _cpu_seconds(sup)
         xr_count = sum(1 for _ in fleet.xrs(st.cp))
-        made = _calls(st, since=called, what="from apply to routed")
+        made = _between(before, _counters(st, sup), "from apply to routed")
         record(
             {
                 "seconds from apply to every service routed": _since(start),
@@ -154,21 +163,15 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                     made["function calls from apply to routed"] / xr_count, 1
                 ),
                 **made,
-                **_breakers(st, since=broken, what="from apply to routed"),
-                **{
-                    f"CPU seconds from apply to routed: {c}": round(cpu_after[c] - cpu_before[c], 1)
-                    for c in COMPONENTS
-                },
             }
         )
-        start, called, broken = time.monotonic(), _calls(st), _breakers(st)
+        start, before = time.monotonic(), _counters(st, sup)
         _apply(st.cp, [fleetgen.service(size.services, size)], STATE / "one-more")
         fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
         record(
             {
                 "seconds from one new service to routed": _since(start),
-                **_calls(st, since=called, what="from one new service to routed"),
-                **_breakers(st, since=broken, what="from one new service to routed"),
+                **_between(before, _counters(st, sup), "from one new service to routed"),
             }
         )
 
@@ -188,37 +191,101 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 for c in COMPONENTS
             }
         )
+        record(_drain(st, sup, docs))
         record({f"peak RSS MiB: {c}": v for c, v in _peak_rss_mib(sup).items()})
         record({k: round(v, 1) for k, v in _storage(st.cp).items()})
         record({"Objects on the control plane": len(st.cp.admin.list(*fleet.OBJECT))})
+        record(_largest_calls(STATE / "logs"))
         return figures
 
 
-def _calls(
-    st: stack.Stack, since: dict[str, float] | None = None, what: str = ""
-) -> dict[str, float]:
-    """Function calls Crossplane has made (its own counter), per Function: so far, or,
-    ``since`` an earlier reading, in between, named for the figures with their sum: what
-    converging costs, beside how long it takes, and which function it costs most."""
-    now = calls.scrape(st.crossplane.metrics_port)
-    if since is None:
-        return now
-    made = {name: round(now[name] - since.get(name, 0.0)) for name in sorted(now)}
+def _drain(
+    st: stack.Stack, sup: processes.Supervisor, docs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The drill ``make e2e`` runs (e2e/fleetdrills.py ``drain``) on the settled fleet: one
+    cluster made unschedulable until no route sends to it, then schedulable again until
+    nothing moved; each wait as long as the fleet's first convergence may take."""
+    driver = ControlPlane(
+        st.cp,
+        st.workloads,
+        docs,
+        hold_timeout_s=CONVERGE_TIMEOUT_S,
+        converge_timeout_s=CONVERGE_TIMEOUT_S,
+        interval_s=CONVERGE_POLL_S,
+    )
+    before = _counters(st, sup)
+    problems = fleetdrills.drain(driver)
+    drained, undrained = driver.timings
     return {
-        f"function calls {what}": sum(made.values()),
-        **{f"function calls {what}: {name}": n for name, n in made.items()},
+        "seconds from drain of one cluster to no route sending to it": round(drained.held, 1),
+        "seconds from drain of one cluster to converged": round(drained.converged, 1),
+        "seconds from undrain to converged, nothing moved": round(undrained.converged, 1),
+        **_between(before, _counters(st, sup), "from drain to undrained"),
+        **({"drain problems": problems} if problems else {}),
     }
 
 
-def _breakers(
-    st: stack.Stack, since: dict[str, float] | None = None, what: str = ""
+def _counters(st: stack.Stack, sup: processes.Supervisor) -> dict[tuple[str, str], float]:
+    """Every cumulative count a figure is the growth of, by (figure, part): function calls
+    per Function (Crossplane's own count), its XR watch circuit breakers (calls.breakers),
+    CPU seconds per component, and each cluster's Envoy Gateway translations and the
+    seconds they took (its own metrics, envoygateway.translations)."""
+    port = st.crossplane.metrics_port
+    found = {("function calls", name): n for name, n in calls.scrape(port).items()}
+    found |= {("watch circuit breaker", kind): n for kind, n in calls.breakers(port).items()}
+    found |= {("CPU seconds", c): used for c, used in _cpu_seconds(sup).items()}
+    for cluster in st.workloads:
+        count, seconds = envoygateway.translations(sup, cluster)
+        found[(TRANSLATIONS, cluster)] = count
+        found[(TRANSLATION_SECONDS, cluster)] = seconds
+    return found
+
+
+def _between(
+    before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], what: str
 ) -> dict[str, float]:
-    """Crossplane's XR watch circuit breakers (calls.breakers): so far, or, ``since`` an
-    earlier reading, what happened in between, named for the figures."""
-    now = calls.breakers(st.crossplane.metrics_port)
-    if since is None:
-        return now
-    return {f"watch circuit breaker {k} {what}": now[k] - since.get(k, 0.0) for k in sorted(now)}
+    """What each count grew by from ``before`` to ``after``, named for the figures with
+    ``what``: function calls in all beside those per Function (what converging costs, and
+    which function it costs most); Envoy Gateway's mean seconds per translation beside its
+    count, per cluster (what a change of routes costs the cluster side)."""
+    grown = {key: after[key] - before.get(key, 0.0) for key in after}
+    calls_made = sum(n for (figure, _), n in grown.items() if figure == "function calls")
+    figures: dict[str, float] = {f"function calls {what}": round(calls_made)}
+    for (figure, part), n in sorted(grown.items()):
+        if figure == TRANSLATION_SECONDS:
+            count = grown[(TRANSLATIONS, part)]
+            figures[f"Envoy Gateway seconds per translation {what}: {part}"] = round(
+                n / count if count else 0.0, 3
+            )
+        else:
+            figures[f"{figure} {what}: {part}"] = (
+                round(n, 1) if figure == "CPU seconds" else round(n)
+            )
+    return figures
+
+
+def _largest_calls(logs: Path) -> dict[str, Any]:
+    """The largest request and response each Function had, in bytes on the wire, and whose
+    they were: from the line the functions write at debug level per call and per answer
+    (fleetgate/core/runner.py). Crossplane counts calls, not their bytes
+    (internal/xfn/function_runner_metrics.go at v2.4.0); a response over 4 MiB, gRPC's
+    default limit, would fail."""
+    figures: dict[str, Any] = {}
+    for log in sorted(logs.glob("function-*.log")):
+        largest: dict[str, tuple[int, str]] = {}
+        for line in log.read_text(errors="replace").splitlines():
+            found = CALL_LINE.search(ANSI.sub("", line))
+            if found is None:
+                continue
+            way = "response" if found["answered"] else "request"
+            size = int(found["size"])
+            if size > largest.get(way, (0, ""))[0]:
+                largest[way] = (size, f"{found['kind']} {found['name']}")
+        function = log.stem.removeprefix("function-")
+        for way, (size, whose) in sorted(largest.items()):
+            figures[f"largest function {way} bytes: {function}"] = size
+            figures[f"largest function {way} is for: {function}"] = whose
+    return figures
 
 
 def _since(start: float) -> float:
@@ -264,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fleet {size}:", flush=True)
         try:
             results["sizes"].append({"size": str(size), **measure(size, window)})
-        except TimeoutError as err:  # where the machine stops: said, and the run ends
+        except (TimeoutError, DrillError) as err:  # where it stops: said, and the run ends
             print(f"  stopped: {err}".splitlines()[0], file=sys.stderr)
             results["sizes"].append({"size": str(size), "stopped": str(err)[:2000]})
         args.out.write_text(json.dumps(results, indent=2) + "\n")

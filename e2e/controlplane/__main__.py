@@ -214,8 +214,10 @@ def _fleet_drills(
         print(f"drill: {title}")
         driver.timings.clear()
         problems = drill(driver)
-        for what, seconds in driver.timings:
-            figures[f"seconds until '{what}' held and converged"] = round(seconds, 1)
+        for settled in driver.timings:
+            figures[f"seconds until '{settled.what}' held and converged"] = round(
+                settled.converged, 1
+            )
         print("\n".join(f"  FAILED: {p}" for p in problems) or f"  passed: {title}")
         checks.append(not problems)
         hits = fleet.secrets_at_rest(driver.cp, needles)

@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
@@ -47,6 +48,14 @@ class DrillError(RuntimeError):
     pass
 
 
+class Settled(NamedTuple):
+    """How long after its change a settled wait's facts held, and the fleet converged."""
+
+    what: str
+    held: float
+    converged: float
+
+
 def _identity(obj: Obj) -> str:
     """uid and generation; for kinds without a generation, uid and a digest of the content."""
     meta = obj.get("metadata") or {}
@@ -72,7 +81,12 @@ class ControlPlane:
     cp: Cluster
     workloads: dict[str, Cluster]  # by name, which is also its ClusterProviderConfig's
     docs: list[Obj]  # examples/fleet as applied
-    timings: list[tuple[str, float]] = field(default_factory=list)
+    # How long a wait may take, and how often it looks: a fleet of hundreds of services
+    # (bench/fleetscale.py) waits longer and looks less often than the example fleet.
+    hold_timeout_s: float = HOLD_TIMEOUT_S
+    converge_timeout_s: float = CONVERGE_TIMEOUT_S
+    interval_s: float = INTERVAL_S
+    timings: list[Settled] = field(default_factory=list)
     _since: float = field(default_factory=time.monotonic)
 
     # --- edits ------------------------------------------------------------------
@@ -102,12 +116,12 @@ class ControlPlane:
 
     def settle(self, what: str, holds: Check, tolerate: Collection[XRKey] = ()) -> list[str]:
         start = self._since
-        problems = self._poll(holds, HOLD_TIMEOUT_S)
+        problems = self._poll(holds, self.hold_timeout_s)
         if problems:
             # What the control plane says of itself is where to look next.
             meanwhile = self._poll(lambda: fleet.not_converged(self.cp), 0) or ["nothing"]
             raise DrillError(
-                f"{what}: not so {HOLD_TIMEOUT_S:.0f}s after the change; still:\n  "
+                f"{what}: not so {self.hold_timeout_s:.0f}s after the change; still:\n  "
                 + "\n  ".join(problems)
                 + "\nand not converged meanwhile:\n  "
                 + "\n  ".join(meanwhile)
@@ -118,10 +132,10 @@ class ControlPlane:
         def converged() -> list[str]:
             return [p for p in fleet.not_converged(self.cp) if not p.startswith(tolerated)]
 
-        left = self._poll(converged, CONVERGE_TIMEOUT_S)
+        left = self._poll(converged, self.converge_timeout_s)
         if left:
             raise DrillError(
-                f"{what}: held, but the fleet did not converge in {CONVERGE_TIMEOUT_S:.0f}s; "
+                f"{what}: held, but the fleet did not converge in {self.converge_timeout_s:.0f}s; "
                 "still:\n  " + "\n  ".join(left)
             )
         took = time.monotonic() - start
@@ -129,11 +143,10 @@ class ControlPlane:
             f" (not Ready, as expected: {', '.join(map(describe, tolerate))})" if tolerate else ""
         )
         print(f"  {what}: held after {held:.0f}s, converged after {took:.0f}s{also}")
-        self.timings.append((what, took))
+        self.timings.append(Settled(what, held, took))
         return holds()
 
-    @staticmethod
-    def _poll(check: Check, timeout: float) -> list[str]:
+    def _poll(self, check: Check, timeout: float) -> list[str]:
         """Poll ``check`` until it finds nothing wrong; what it last found, if time ran out."""
         deadline = time.monotonic() + timeout
         while True:
@@ -143,7 +156,7 @@ class ControlPlane:
                 problems = [f"reading the fleet failed: {err}"]
             if not problems or time.monotonic() > deadline:
                 return problems
-            time.sleep(INTERVAL_S)
+            time.sleep(self.interval_s)
 
     # --- reading the clusters ---------------------------------------------------------
 

@@ -46,13 +46,14 @@ when its configuration rate-limits, runs for real (ratelimit.py).
 """
 
 import functools
+import http.client as http_client
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from e2e import pinned, xrds
-from e2e.controlplane import charts
+from e2e.controlplane import calls, charts
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.kube import Obj, mount_secret
 from e2e.controlplane.processes import Namespace, Supervisor
@@ -75,6 +76,10 @@ NAMESPACE = ENVOY_GATEWAY.namespace
 # What the chart's containers take from the downward API (metadata.namespace).
 DOWNWARD = {"ENVOY_GATEWAY_NAMESPACE": NAMESPACE}
 CERTGEN_TIMEOUT_S = 120
+# Its Prometheus endpoint (api/v1alpha1/envoygateway_types.go:24, v1.8.3) and the message its
+# gateway-API runner translates on (``translations``).
+METRICS_PORT = 19001
+TRANSLATION = "provider-resources"
 
 
 @functools.cache
@@ -188,12 +193,36 @@ def live(sup: Supervisor, cluster: str) -> bool:
     probe = charts.pod(chart(), "Deployment", "envoy-gateway")["containers"][0]
     http = probe["livenessProbe"]["httpGet"]
     try:
-        with sup.namespaces[f"{cluster}-envoy-gateway"].connect(int(http["port"]), 5.0) as sock:
-            sock.sendall(f"GET {http['path']} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
-            status = sock.recv(64).split(b" ", 2)
-        return len(status) >= 2 and 200 <= int(status[1]) < 400
-    except (OSError, ValueError):
+        status, _ = _netns(sup, cluster).request(int(http["port"]), "GET", http["path"], timeout=5)
+    except (OSError, http_client.HTTPException):
         return False
+    return 200 <= status < 400
+
+
+def translations(sup: Supervisor, cluster: str) -> tuple[float, float]:
+    """How many gateway-API translations Envoy Gateway on ``cluster`` has run, and the
+    seconds they took, from its own metrics.
+
+    Its gateway-API runner translates every Gateway, route and policy of its
+    GatewayClass again on each change it subscribes to (the ``provider-resources``
+    message, internal/gatewayapi/runner/runner.go:189-191 at v1.8.3), and the handling of
+    each such update is timed as ``watchable_subscribe_duration_seconds``
+    (internal/message/watchutil.go:72-74), served on the fixed metrics port.
+    """
+    status, body = _netns(sup, cluster).request(METRICS_PORT, "GET", "/metrics")
+    if status != 200:
+        raise OSError(f"Envoy Gateway on {cluster} answered /metrics with {status}")
+    text = body.decode()
+    series = "watchable_subscribe_duration_seconds"
+    found = [
+        calls.parse(text, f"{series}_{part}", "message").get(TRANSLATION, 0.0)
+        for part in ("count", "sum")
+    ]
+    return found[0], found[1]
+
+
+def _netns(sup: Supervisor, cluster: str) -> Namespace:
+    return sup.namespaces[f"{cluster}-envoy-gateway"]
 
 
 def _certgen(workload: Cluster, objects: list[Obj]) -> None:

@@ -9,6 +9,8 @@ never collide with anything else on the host.
 
 import contextlib
 import ctypes
+import http.client
+import json
 import os
 import signal
 import socket
@@ -18,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 CLONE_NEWNET = 0x40000000
 STOP_GRACE_S = 10.0
@@ -250,6 +252,22 @@ class Namespace:
         return _in_netns(
             self.path, lambda: socket.create_connection(("127.0.0.1", port), timeout=timeout)
         )
+
+    def request(
+        self, port: int, method: str, path: str, body: Any = None, timeout: float = 10.0
+    ) -> tuple[int, bytes]:
+        """One HTTP request to 127.0.0.1:``port`` inside this namespace (a JSON ``body``, if
+        any): its status and body."""
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        conn.sock = self.connect(port, timeout)
+        try:
+            data = None if body is None else json.dumps(body).encode()
+            headers = {} if data is None else {"Content-Type": "application/json"}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
 
 
 def _in_netns(path: str, make: Callable[[], _T]) -> _T:

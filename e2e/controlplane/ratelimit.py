@@ -41,7 +41,6 @@ computes the descriptors from the route's xDS).
 """
 
 import base64
-import http.client
 import json
 import shutil
 import time
@@ -304,16 +303,7 @@ def _request(
     service: Service, method: str, port: int, path: str, body: Any = None
 ) -> tuple[int, bytes]:
     """One HTTP request to the service, over a connection made inside its namespace."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=HTTP_TIMEOUT_S)
-    conn.sock = service.netns.connect(port, timeout=HTTP_TIMEOUT_S)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {} if data is None else {"Content-Type": "application/json"}
-        conn.request(method, path, body=data, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
+    return service.netns.request(port, method, path, body, timeout=HTTP_TIMEOUT_S)
 
 
 def should_rate_limit(

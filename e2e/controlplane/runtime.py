@@ -69,7 +69,7 @@ class PackageRuntime:
     sup: Supervisor
     cp: Cluster
     state: Path
-    function_args: list[str] = field(default_factory=list)
+    function_args: list[str] = field(default_factory=list)  # e.g. --debug (bench/fleetscale.py)
     started: dict[str, Process] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
     certs: dict[str, Path] = field(default_factory=dict)
@@ -156,6 +156,7 @@ class PackageRuntime:
                 console_script(script),
                 f"--address={self.endpoints[name]}",
                 f"--tls-certs-dir={self.certs[name]}",
+                *self.function_args,
             ],
             {},
         )

@@ -6,6 +6,7 @@ stops when the Supervisor exits.
 """
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,13 @@ class Stack:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: object = print) -> Stack:
+def bring_up(
+    sup: Supervisor,
+    state: Path,
+    workload_names: list[str],
+    log: object = print,
+    function_args: Sequence[str] = (),
+) -> Stack:
     say = log if callable(log) else print
     timings: dict[str, float] = {}
     start = time.monotonic()
@@ -58,7 +65,7 @@ def bring_up(sup: Supervisor, state: Path, workload_names: list[str], log: objec
 
     core = crossplane.install(sup, cp, state, ca_file)
     step("Crossplane core and RBAC manager started")
-    runtime = PackageRuntime(sup, cp, state)
+    runtime = PackageRuntime(sup, cp, state, function_args=list(function_args))
     runtime.start()
     packages.install(cp, registry)
     packages.wait_healthy(cp, PACKAGES_TIMEOUT_S)

@@ -172,6 +172,35 @@ def test_an_ai_gateway_route_is_generated_again_only_when_what_it_is_made_of_cha
     ]
 
 
+def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:
+    """As a controller's informers wake it: a written Secret runs the cert-manager passes
+    (an Issuer waits for its CA's), a written HTTPRoute the AIGatewayRoutes' (each
+    generated its own), and nothing runs what reads neither (listing every kind every
+    second cost each workload API server CPU with the fleet at rest: issue 35)."""
+    listed: list[str] = []
+
+    class Counting(FakeKube):
+        def list(
+            self, api_version: str, kind: str, namespace: str = "", selector: str = ""
+        ) -> list[Obj]:
+            listed.append(kind)
+            return super().list(api_version, kind, namespace, selector)
+
+    controllers = Controllers(cast(Cluster, FakeCluster(Counting([]))), World(load_balancers={}))
+    for written, passes in (
+        ({"Secret"}, ["Issuer", "Certificate"]),
+        ({"HTTPRoute"}, ["AIGatewayRoute"]),
+        ({"Deployment", "Service"}, ["Service", "Deployment"]),
+        (set(), []),
+    ):
+        listed.clear()
+        controllers.round(written)
+        assert listed == passes, written
+    listed.clear()
+    controllers.round()
+    assert len(listed) == 8, "a round with nothing said about what was written runs every pass"
+
+
 def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
     """cert-manager with --enable-certificate-owner-ref, as Fleetgate runs it
     (pkg/controller/certificates/issuing/internal/secret.go:116-123, v1.21.1)."""

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
+from bench.fleetscale import ANSI, CALL_LINE
 from e2e import secretsearch
 from sim import catalog
 from sim.controllers import as_stored
@@ -226,3 +227,16 @@ def test_no_secret_value_in_any_log_line(
     if flags:
         assert "RunFunction" in said.log, "--debug logs every call"
     assert secretsearch.leaks(values, [said.log]) == []
+
+
+def test_at_debug_level_each_call_and_answer_says_its_size(
+    said: Said, flags: tuple[str, ...]
+) -> None:
+    """make bench-fleet reads the largest request and response from these lines."""
+    found = [CALL_LINE.search(ANSI.sub("", line)) for line in said.log.splitlines()]
+    sizes = [(bool(m["answered"]), int(m["size"])) for m in found if m is not None]
+    if not flags:
+        assert sizes == [], "at info level a function writes no line per call"
+        return
+    assert [size for answered, size in sizes if not answered] == [len(r) for r in said.sent]
+    assert [size for answered, size in sizes if answered] == [len(r) for r in said.responses]

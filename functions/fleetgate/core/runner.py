@@ -160,7 +160,7 @@ class FunctionRunner:
             )
         call = log.get().bind(**_describe(req)) if log.debugging() else None
         if call is not None:
-            call.debug("RunFunction")
+            call.debug("RunFunction", size=len(data))
         loop = asyncio.get_running_loop()
         out = await loop.run_in_executor(
             self._pool, lambda: answer(self._compose, req, max_bytes=self._max_bytes)
