@@ -201,7 +201,13 @@ class Controllers:
             if dirty is not None and not reads & dirty:
                 continue
             try:
-                for obj in kube.list(api_version, kind):
+                listed = kube.list(api_version, kind)
+                if kind == "AIGatewayRoute":  # a deleted route's memo goes with it
+                    names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in listed}
+                    self._generated_from = {
+                        k: v for k, v in self._generated_from.items() if k in names
+                    }
+                for obj in listed:
                     status = realise(obj)
                     if status is not None and status != obj.get("status"):
                         kube.update_status({**obj, "status": status})

@@ -170,6 +170,9 @@ def test_an_ai_gateway_route_is_generated_again_only_when_what_it_is_made_of_cha
         "HTTPRouteFilter",
         "HTTPRouteFilter",
     ]
+    kube.objects.remove(route)
+    controllers.round()
+    assert controllers._generated_from == {}, "a deleted route's memo is kept"
 
 
 def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:

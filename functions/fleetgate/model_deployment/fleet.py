@@ -45,7 +45,6 @@ def view(cluster: InferenceCluster, now: datetime.datetime) -> ClusterView:
         providers=frozenset(cluster.spec.providers),
         gpus=cluster.spec.capacity.gpus,
         gpu_type=cluster.spec.capacity.gpu_type,
-        gpus_used=0,
         joining=is_joining(cluster, now),
     )
 

@@ -52,7 +52,7 @@ class ClusterView(NamedTuple):
     providers: frozenset[str]
     gpus: int
     gpu_type: str | None
-    gpus_used: int  # by other deployments' placements
+    gpus_used: int = 0  # by other deployments' placements (the composer counts them)
     joining: bool = False  # registered less than JOINING ago (rule 4)
     # Schedulable not known: the cluster's own reconcile just failed. It takes no
     # new replicas, and what it serves stays published (not a reason to withdraw).
