@@ -7,6 +7,8 @@ Per size:
 
 - seconds from applying the fleet until every XR is Synced and Ready, every service
   routed (``fleet.converge``, as ``make e2e`` judges it);
+- seconds from every service routed until no function call is made for 30 s (the
+  queues empty: the fleet settled);
 - seconds from adding one ModelService to the settled fleet until it, too, converged;
 - the function calls each of those cost (Crossplane's own count, e2e/controlplane/calls.py):
   per XR for the whole fleet, in all for the one service;
@@ -51,6 +53,11 @@ CONVERGE_TIMEOUT_S = 3600.0  # a size not converged within an hour is where this
 # holding its remote object): every 2 s, as make e2e asks, it was the control plane API
 # server's largest load at S=40 and measured the apparatus more than the fleet.
 CONVERGE_POLL_S = 10.0
+# A settled fleet, which one new service is added to, has made no function call for this
+# long: Ready everywhere is not enough, as the reconciles queued before the last XR turned
+# Ready still run (with Crossplane's ten workers per kind, S=100's ModelRoute queue held
+# ~190), and those calls and that load would be counted as the new service's.
+QUIET_S = 30.0
 SERVICES = (10, 40, 100)
 GATEWAYS = 2
 # The settled window: longer than the settled TTL (core/pacing.py) by this much, so every
@@ -163,6 +170,13 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                     made["function calls from apply to routed"] / xr_count, 1
                 ),
                 **made,
+            }
+        )
+        record(
+            {
+                "seconds from every service routed to the last call before 30 s without": (
+                    calls.quiet(st.crossplane.metrics_port, QUIET_S, CONVERGE_TIMEOUT_S)
+                )
             }
         )
         start, before = time.monotonic(), _counters(st, sup)

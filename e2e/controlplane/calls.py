@@ -78,3 +78,20 @@ def settled(cp: Cluster, metrics_port: int, window_s: float) -> dict[str, float]
     figures["function calls per XR per 5 minutes, settled"] = round(total / count / minutes * 5, 2)
     figures["XRs in the settled fleet"] = count
     return figures
+
+
+def quiet(metrics_port: int, for_s: float, timeout_s: float, poll_s: float = 5.0) -> float:
+    """Wait until Crossplane has made no function call for ``for_s`` seconds: the fleet's
+    queues are empty, not only every XR Ready (reconciles queued before the last XR turned
+    Ready still run after it). Returns the seconds waited; raises TimeoutError after
+    ``timeout_s``."""
+    start = last_call = time.monotonic()
+    made = sum(scrape(metrics_port).values())
+    while time.monotonic() - last_call < for_s:
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"function calls still being made after {timeout_s:.0f}s")
+        time.sleep(poll_s)
+        now = sum(scrape(metrics_port).values())
+        if now != made:
+            made, last_call = now, time.monotonic()
+    return round(last_call - start, 1)
