@@ -9,7 +9,9 @@ Every object is the smallest spec its kind accepts that still exercises what gro
 - each service routes to one deployment's endpoints at priority 0 and, when there
   are third-party endpoints, to one of them at priority 1 (failover across tiers);
 - deployments are CPU-only (no GPUs: capacity is not what is measured) with one
-  replica, so placement spreads them over both clusters.
+  replica each. Placement spreads one deployment's replicas, ties going to the
+  earlier name (functions/fleetgate/model_deployment/placement.py, rule 3), so every
+  deployment runs on eu-west, and the drain (bench/fleetscale.py) moves them all.
 """
 
 from dataclasses import dataclass
