@@ -168,7 +168,10 @@ class Controllers:
                 self._mark(kind)
                 for _ in kube.watch(api_version, kind, "", since, WATCH_S):
                     self._mark(kind)
-            except (ApiError, OSError, ValueError):
+            except Exception as err:  # a watch that died would stop its passes for good
+                if not isinstance(err, ApiError | OSError | ValueError):
+                    self.errors.append(f"{self.cluster.name} watch of {kind}: {err!r}")
+                    del self.errors[:-20]
                 self._mark(kind)
                 self._stop.wait(INTERVAL_S)
 
