@@ -140,7 +140,7 @@ def _apply(cp: Cluster, docs: list[dict[str, Any]], folder: Path) -> None:
     fleet.kubectl(cp, "apply", "--server-side", "-f", str(folder), check=True)
 
 
-def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
+def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[str, Any]:
     """One size on a fresh control plane: its figures."""
     subprocess.run(["rm", "-rf", str(STATE)], check=True)
     STATE.mkdir(parents=True)
@@ -205,7 +205,8 @@ def measure(size: fleetgen.Size, window_s: float) -> dict[str, Any]:
                 for c in COMPONENTS
             }
         )
-        record(_drain(st, sup, docs))
+        if drain:
+            record(_drain(st, sup, docs))
         record({f"peak RSS MiB: {c}": v for c, v in _peak_rss_mib(sup).items()})
         record({k: round(v, 1) for k, v in _storage(st.cp).items()})
         record({"Objects on the control plane": len(st.cp.admin.list(*fleet.OBJECT))})
@@ -317,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="settled window, seconds (the settled TTL and a minute, at most 600)",
     )
+    parser.add_argument(
+        "--no-drain",
+        action="store_true",
+        help="skip the drain drill (at S=100 as long as first convergence)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     LOCK.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         size = fleetgen.Size.for_services(services, args.gateways)
         print(f"fleet {size}:", flush=True)
         try:
-            results["sizes"].append({"size": str(size), **measure(size, window)})
+            results["sizes"].append({"size": str(size), **measure(size, window, not args.no_drain)})
         except (TimeoutError, DrillError) as err:  # where it stops: said, and the run ends
             print(f"  stopped: {err}".splitlines()[0], file=sys.stderr)
             results["sizes"].append({"size": str(size), "stopped": str(err)[:2000]})
