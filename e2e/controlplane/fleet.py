@@ -11,6 +11,7 @@ import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from http.client import HTTPException
 from pathlib import Path
 
 from e2e.controlplane.clusters import Cluster, binary
@@ -180,7 +181,7 @@ def converge(
     while True:
         try:
             problems = not_converged(cp, excluded)
-        except (ApiError, OSError) as err:  # too busy to answer a list in time: asked again
+        except (ApiError, OSError, HTTPException) as err:  # too busy to answer in time: asked again
             problems = [f"the control plane's API server did not answer: {err}"]
         if not problems:
             return time.monotonic() - start

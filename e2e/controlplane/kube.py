@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 Obj = dict[str, Any]
+LIST_PAGE = 500  # objects per page of a list
 
 
 class ApiError(Exception):
@@ -177,10 +178,21 @@ class Kube:
     def list(
         self, api_version: str, kind: str, namespace: str = "", selector: str = ""
     ) -> list[Obj]:
-        path = self.path(api_version, kind, namespace)
+        # In pages, as kubectl and informers list: one response of every Object of a
+        # 400-service fleet (~25 MB) outlasted the API server's answer under load and was
+        # cut off (bench-fleet at S=400, IncompleteRead).
+        query = {"limit": str(LIST_PAGE)}
         if selector:
-            path += "?labelSelector=" + urllib.parse.quote(selector)
-        items: list[Obj] = self.request("GET", path).get("items", [])
+            query["labelSelector"] = selector
+        items: list[Obj] = []
+        while True:
+            page = self.request(
+                "GET", self.path(api_version, kind, namespace) + "?" + urllib.parse.urlencode(query)
+            )
+            items += page.get("items", [])
+            query["continue"] = (page.get("metadata") or {}).get("continue") or ""
+            if not query["continue"]:
+                break
         for item in items:  # list items carry no apiVersion/kind
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
