@@ -148,7 +148,7 @@ class Controllers:
         """Each pass when a kind it reads was written, as a controller's informers wake
         it, at most once a second: listing every kind every second, whether anything
         changed or not, cost each workload API server about 6 CPU seconds a minute with
-        100 services at rest (bench/results/fleet.json, issue 35)."""
+        100 services at rest (bench/results/fleet-before-pool.json, issue 35)."""
         while not self._stop.wait(INTERVAL_S):
             self._changed.wait()
             with self._lock:
