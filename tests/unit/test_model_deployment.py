@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from fleetgate.core import names, pacing
+from fleetgate.model_deployment import placement
 from fleetgate.model_deployment.composer import compose
 from sim import controllers, pipeline
 from tests.support import Outcome, request, run
@@ -113,13 +114,19 @@ def observe(
     *,
     ready_replicas: Mapping[str, int] | None = None,
     exists: Callable[[str], bool] = lambda _: True,
+    owner: str = NAME,
+    previous: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The desired state as it looks once applied (keyed by composition resource name).
 
-    ``ready_replicas`` overrides the ready count of an engine Deployment by key.
+    ``ready_replicas`` overrides the ready count of an engine Deployment by key. Resources
+    in ``previous`` keep the names the API server gave them; new ones get one from
+    ``owner``'s name, as Crossplane generates it.
     """
     clusters = controllers.World(load_balancers={})
-    return clusters.observe(desired, owner=NAME, ready_replicas=ready_replicas, exists=exists)
+    return clusters.observe(
+        desired, owner=owner, previous=previous, ready_replicas=ready_replicas, exists=exists
+    )
 
 
 def required(*clusters: dict[str, Any], peers: tuple[dict[str, Any], ...] = ()) -> Any:
@@ -291,29 +298,26 @@ def test_a_drained_cluster_loses_its_replicas_and_endpoint() -> None:
 
 
 def test_scale_up_and_down_across_passes() -> None:
+    """Up, the new replicas spread before they pack; down, they leave the most loaded
+    cluster first; ties go by the deployment's own order of the clusters."""
     clusters = [EU, US, cluster("ap-south")]
+    first, second, third = sorted(
+        ("eu-west", "us-east", "ap-south"), key=lambda c: placement.rank(f"{NS}/{NAME}", c)
+    )
     xr = deployment(replicas=2)
     observed: dict[str, Any] | None = None
     seen = []
     for replicas in (2, 5, 5, 1, 0):
         xr["spec"]["replicas"] = replicas
         out = step(xr, clusters, observed)
-        seen.append(out.composite["status"]["placements"])
+        seen.append({p["cluster"]: p["replicas"] for p in out.composite["status"]["placements"]})
         xr, observed = then(xr, out), observe(out.desired)
     assert seen == [
-        [{"cluster": "ap-south", "replicas": 1}, {"cluster": "eu-west", "replicas": 1}],
-        [
-            {"cluster": "ap-south", "replicas": 2},
-            {"cluster": "eu-west", "replicas": 2},
-            {"cluster": "us-east", "replicas": 1},
-        ],
-        [
-            {"cluster": "ap-south", "replicas": 2},
-            {"cluster": "eu-west", "replicas": 2},
-            {"cluster": "us-east", "replicas": 1},
-        ],
-        [{"cluster": "ap-south", "replicas": 1}],
-        [],
+        {first: 1, second: 1},
+        {first: 2, second: 2, third: 1},
+        {first: 2, second: 2, third: 1},
+        {first: 1},
+        {},
     ]
     assert out.desired == {}
     assert out.conditions["Scheduled"][:2] == ("True", "AllReplicasPlaced")

@@ -8,7 +8,7 @@ import pytest
 
 from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.model_deployment.fleet import is_joining
-from fleetgate.model_deployment.placement import ClusterView, Plan, Request, place
+from fleetgate.model_deployment.placement import ClusterView, Plan, Request, place, rank
 
 
 def cluster(name: str, **kw: Any) -> ClusterView:
@@ -28,8 +28,19 @@ def cluster(name: str, **kw: Any) -> ClusterView:
     return ClusterView(name=name, **fields)
 
 
+# A deployment whose own order of clusters (which breaks ties) is a, b, c, d: the table
+# reads as "ties go to the earlier name" for it.
+IN_NAME_ORDER = "team/aw"
+
+
 def request(replicas: int, **kw: Any) -> Request:
-    fields: dict[str, Any] = {"gpus": 1, "gpu_type": None, "provider": "Direct", "selector": {}}
+    fields: dict[str, Any] = {
+        "gpus": 1,
+        "gpu_type": None,
+        "provider": "Direct",
+        "selector": {},
+        "key": IN_NAME_ORDER,
+    }
     fields.update(kw)
     return Request(replicas=replicas, **fields)
 
@@ -290,6 +301,39 @@ def test_place(case: Case) -> None:
     for fragment in case.why:
         assert fragment in reasons
     assert plan.placed + plan.unplaced == case.request.replicas
+
+
+def test_the_tables_deployment_ranks_clusters_in_name_order() -> None:
+    assert sorted("dcba", key=lambda c: rank(IN_NAME_ORDER, c)) == list("abcd")
+
+
+def test_ties_follow_each_deployments_own_order() -> None:
+    """A one-replica deployment lands on the equal cluster it ranks first, and deployments
+    do not all rank them alike."""
+    keys = [f"team/m-{i}" for i in range(10)]
+    firsts = {key: min("ab", key=lambda c: rank(key, c)) for key in keys}
+    for key in keys:
+        assert place(request(1, key=key), [A, B], []).placements == ((firsts[key], 1),)
+    assert set(firsts.values()) == {"a", "b"}
+
+
+def test_one_replica_deployments_spread_over_equal_clusters() -> None:
+    """400 one-replica deployments over four equal clusters: each takes about a quarter
+    (within 30%), so draining one moves a quarter of them, not all."""
+    clusters = [cluster(n, gpus=1000) for n in "abcd"]
+    landed = [place(request(1, key=f"team/m-{i}"), clusters, []).placements for i in range(400)]
+    per_cluster = {n: sum(1 for p in landed if p == ((n, 1),)) for n in "abcd"}
+    assert all(70 <= n <= 130 for n in per_cluster.values()), per_cluster
+
+
+def test_a_joining_cluster_changes_no_other_ranking() -> None:
+    """Rank is per pair: a new cluster slots into each deployment's order without
+    reordering the others, so the placements it does not take stay where they were."""
+    for i in range(50):
+        key = f"team/m-{i}"
+        before = sorted("abc", key=lambda c: rank(key, c))
+        after = [c for c in sorted("abcd", key=lambda c: rank(key, c)) if c != "d"]
+        assert before == after
 
 
 def test_held_replicas_are_counted_as_unplaced() -> None:

@@ -224,6 +224,7 @@ def _request(md: ModelDeployment, choice: Choice | None = None) -> placement.Req
         gpu_type=md.spec.resources.gpu.type,
         provider=choice.provider if choice else "",
         selector=md.spec.placement.cluster_selector.match_labels,
+        key=f"{md.metadata.namespace}/{md.metadata.name}",
     )
 
 

@@ -8,11 +8,11 @@ Rules, in order:
    cluster that is temporarily unschedulable (its gateway lost a CA, say)
    keeps its replicas: moving them would restart models for a blip. A new
    cluster joining the fleet moves nothing.
-2. **Scale down from the most loaded cluster** (ties: the later name), one
-   replica at a time, so the spread that is left stays even.
+2. **Scale down from the most loaded cluster** (ties: the one this deployment
+   ranks last), one replica at a time, so the spread that is left stays even.
 3. **Spread before packing.** Each new replica goes to the candidate holding
-   the fewest of this deployment's replicas (ties: the earlier name) that has
-   the GPUs free. Candidates are clusters that could keep a replica (rule 1)
+   the fewest of this deployment's replicas (ties: the one this deployment
+   ranks first) that has the GPUs free. Candidates are clusters that could keep a replica (rule 1)
    and are also Schedulable with a published gateway hostname, and whose
    provider would accept the deployment there (``Request.refused``).
 4. **Wait for a cluster that is joining.** A cluster registered less than
@@ -24,6 +24,12 @@ Rules, in order:
    moves later (rule 1), packing first would have been for good. A cluster
    still not open after ``JOINING`` is not waited for.
 
+Ties follow each deployment's own order of the clusters (``rank``: rendezvous hashing
+of the deployment's namespace/name with the cluster's name), not one order for all: a
+fleet of one-replica deployments so spreads over equal clusters instead of piling onto
+the first name, and draining a cluster moves only its share. The order is stable (a
+cluster joining or leaving changes no other pair's rank) and needs no peer's state.
+
 GPU capacity is ``capacity.gpus`` minus what other deployments' published
 placements use there (their replicas times their GPUs per replica) minus what
 this deployment keeps there. Retained replicas are never evicted for
@@ -32,6 +38,7 @@ models. CPU-only deployments (0 GPUs) take no capacity.
 """
 
 import datetime
+import hashlib
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
@@ -65,6 +72,7 @@ class Request(NamedTuple):
     gpu_type: str | None
     provider: str
     selector: Mapping[str, str]
+    key: str  # the deployment's namespace/name: whose order of clusters breaks ties
     # Clusters whose provider would refuse new work of this deployment, and why
     # (``Provider.refuses_cluster``). Replicas running there stay (rule 1).
     refused: Mapping[str, str] = MappingProxyType({})
@@ -156,10 +164,17 @@ def retained(
     return kept, released
 
 
-def scale_down(counts: dict[str, int], to: int) -> None:
-    """Remove replicas from the most loaded cluster (ties: the later name) down to ``to``."""
+def rank(key: str, cluster: str) -> bytes:
+    """Where ``cluster`` comes in the order of clusters the deployment ``key`` breaks ties
+    by (lower first): its own order, from a hash of both names."""
+    return hashlib.sha256(f"{key}\0{cluster}".encode()).digest()
+
+
+def scale_down(counts: dict[str, int], to: int, key: str) -> None:
+    """Remove replicas from the most loaded cluster (ties: the one ``key`` ranks last) down
+    to ``to``."""
     while sum(counts.values()) > to:
-        name = max(counts, key=lambda c: (counts[c], c))
+        name = max(counts, key=lambda c: (counts[c], rank(key, c)))
         counts[name] -= 1
         if counts[name] == 0:
             del counts[name]
@@ -170,7 +185,7 @@ def _kept(
 ) -> tuple[dict[str, int], list[tuple[str, int, str]]]:
     """What stays of the earlier placements (rules 1 and 2), and what was given up."""
     counts, released = retained(by_name, req, previous)
-    scale_down(counts, req.replicas)
+    scale_down(counts, req.replicas, req.key)
     return counts, released
 
 
@@ -209,7 +224,7 @@ def place(
         fits = [name for name in open_ + joining if req.gpus == 0 or free[name] >= req.gpus]
         if not fits:
             break
-        name = min(fits, key=lambda c: (counts.get(c, 0) + held.get(c, 0), c))
+        name = min(fits, key=lambda c: (counts.get(c, 0) + held.get(c, 0), rank(req.key, c)))
         taken = held if name in joining else counts
         taken[name] = taken.get(name, 0) + 1
         free[name] -= req.gpus
