@@ -1,17 +1,19 @@
 """A generated fleet for ``make bench-fleet``: S ModelServices over D ModelDeployments and
-E third-party ModelEndpoints, served by G InferenceGateways, on the two InferenceClusters
-of ``examples/fleet`` (the workload clusters the real control plane runs).
+E third-party ModelEndpoints, served by G InferenceGateways, on C InferenceClusters (the
+two of ``examples/fleet`` and, past two, more of the same shape), each a workload cluster
+the real control plane runs.
 
 Every object is the smallest spec its kind accepts that still exercises what grows:
 
 - each gateway selects every service (no ``serviceSelector``), so a size has S x G
-  ModelRoutes, each composing its Objects on the gateway's cluster;
+  ModelRoutes, each composing its Objects on the gateway's cluster; gateways go round
+  the clusters in order;
 - each service routes to one deployment's endpoints at priority 0 and, when there
   are third-party endpoints, to one of them at priority 1 (failover across tiers);
 - deployments are CPU-only (no GPUs: capacity is not what is measured) with one
-  replica each. Placement spreads one deployment's replicas, ties going to the
-  earlier name (functions/fleetgate/model_deployment/placement.py, rule 3), so every
-  deployment runs on eu-west, and the drain (bench/fleetscale.py) moves them all.
+  replica each. Every cluster can take every deployment, so each lands on the cluster
+  it ranks first (functions/fleetgate/model_deployment/placement.py, rule 3): about
+  1/C of them per cluster, and the drain (bench/fleetscale.py) moves that share.
 """
 
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
 Obj = dict[str, Any]
 API = API_VERSION
 NAMESPACE = "bench"
-CLUSTERS = ("eu-west", "us.east")  # examples/fleet/20-clusters.yaml
+CLUSTERS = 2  # examples/fleet/20-clusters.yaml
 
 
 @dataclass(frozen=True)
@@ -32,31 +34,55 @@ class Size:
     deployments: int
     endpoints: int  # third-party
     gateways: int
+    clusters: int = CLUSTERS
 
     @classmethod
-    def for_services(cls, services: int, gateways: int) -> "Size":
+    def for_services(cls, services: int, gateways: int, clusters: int = CLUSTERS) -> "Size":
         """The ratios of a platform's fleet: a deployment per four services, a third-party
         endpoint per ten."""
-        return cls(services, max(1, services // 4), max(1, services // 10), gateways)
+        return cls(services, max(1, services // 4), max(1, services // 10), gateways, clusters)
 
     def __str__(self) -> str:
         return (
             f"S={self.services} D={self.deployments} E={self.endpoints} "
-            f"G={self.gateways} C={len(CLUSTERS)}"
+            f"G={self.gateways} C={self.clusters}"
         )
 
 
-def clusters() -> list[Obj]:
-    """The example fleet's InferenceClusters, as applied there."""
-    return [d for d in fleet.documents() if d["kind"] == "InferenceCluster"]
+def clusters(count: int) -> list[Obj]:
+    """``count`` InferenceClusters: the example fleet's, as applied there, then more like
+    its first (every provider the bench uses, a region label of its own)."""
+    example = [d for d in fleet.documents() if d["kind"] == "InferenceCluster"]
+    more = [
+        {
+            "apiVersion": API,
+            "kind": "InferenceCluster",
+            "metadata": {"name": f"region-{i}"},
+            "spec": {
+                "credentials": {"providerConfigName": f"region-{i}-1"},
+                "placement": {"metadata": {"labels": {"region": f"region-{i}"}}},
+                "capacity": {"gpus": 8, "gpuType": "nvidia-h100"},
+                "providers": ["Direct"],
+            },
+        }
+        for i in range(len(example), count)
+    ]
+    return [*example, *more][:count]
 
 
-def gateway(i: int) -> Obj:
+def workload_clusters(count: int) -> list[str]:
+    """The workload clusters ``clusters(count)`` are registered as: each
+    ClusterProviderConfig is named after its API server (e2e/controlplane/fleet.py)."""
+    return [c["spec"]["credentials"]["providerConfigName"] for c in clusters(count)]
+
+
+def gateway(i: int, size: Size) -> Obj:
+    hosts = clusters(size.clusters)
     return {
         "apiVersion": API,
         "kind": "InferenceGateway",
         "metadata": {"name": f"gw-{i}"},
-        "spec": {"clusterName": CLUSTERS[i % len(CLUSTERS)]},
+        "spec": {"clusterName": hosts[i % len(hosts)]["metadata"]["name"]},
     }
 
 
@@ -118,8 +144,8 @@ def documents(size: Size) -> list[Obj]:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
             for n in (SYSTEM_NAMESPACE, NAMESPACE)
         ),
-        *clusters(),
-        *(gateway(i) for i in range(size.gateways)),
+        *clusters(size.clusters),
+        *(gateway(i, size) for i in range(size.gateways)),
         *(deployment(i) for i in range(size.deployments)),
         *(endpoint(i) for i in range(size.endpoints)),
         *(service(i, size) for i in range(size.services)),

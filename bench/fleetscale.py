@@ -47,7 +47,6 @@ STATE = REPO / ".cache" / "bench-fleet"
 # certificates and data from under another run's control plane in the same checkout.
 LOCK = REPO / ".cache" / "bench-fleet.lock"
 RESULTS = REPO / "bench" / "results" / "fleet.json"
-WORKLOADS = ["eu-west-1", "us-east-1"]
 CONVERGE_TIMEOUT_S = 3600.0  # a size not converged within an hour is where this machine stops
 # How often convergence is judged. Each judgement lists every XR and Object (each Object
 # holding its remote object): every 2 s, as make e2e asks, it was the control plane API
@@ -145,7 +144,13 @@ def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[st
     subprocess.run(["rm", "-rf", str(STATE)], check=True)
     STATE.mkdir(parents=True)
     with processes.Supervisor(STATE / "logs") as sup:
-        st = stack.bring_up(sup, STATE, WORKLOADS, log=lambda _: None, function_args=["--debug"])
+        st = stack.bring_up(
+            sup,
+            STATE,
+            fleetgen.workload_clusters(size.clusters),
+            log=lambda _: None,
+            function_args=["--debug"],
+        )
         the_world = workloads.world()
         for workload in st.workloads.values():
             fleet.register(st.cp, workload)
@@ -314,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--gateways", type=int, default=GATEWAYS)
     parser.add_argument(
+        "--clusters",
+        type=int,
+        default=fleetgen.CLUSTERS,
+        help="workload clusters, each its own API server and Envoy Gateway",
+    )
+    parser.add_argument(
         "--window",
         type=float,
         help="settled window, seconds (the settled TTL and a minute, at most 600)",
@@ -347,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     results: dict[str, Any] = {"machine": machine.describe(), "pacing": ttls, "sizes": []}
     for services in args.services:
-        size = fleetgen.Size.for_services(services, args.gateways)
+        size = fleetgen.Size.for_services(services, args.gateways, args.clusters)
         print(f"fleet {size}:", flush=True)
         try:
             results["sizes"].append({"size": str(size), **measure(size, window, not args.no_drain)})
