@@ -48,6 +48,7 @@ import ipaddress
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from e2e import translate
 from e2e.controlplane.clusters import Cluster
@@ -65,19 +66,6 @@ GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 OWNING_GATEWAY = "gateway.envoyproxy.io/owning-gateway-name"
 INFERENCE = "inference.networking.k8s.io/v1"
-# Every kind a pass reads, watched so that a pass runs only when one of them was written.
-WATCHED = [
-    (CERT_MANAGER, "Issuer"),
-    (CERT_MANAGER, "Certificate"),
-    ("v1", "Secret"),
-    ("v1", "Service"),
-    (INFERENCE, "InferencePool"),
-    (AIGW, "AIGatewayRoute"),
-    (AIGW, "AIServiceBackend"),
-    (AIGW, "BackendSecurityPolicy"),
-    (GATEWAY_API, "HTTPRoute"),
-    ("apps/v1", "Deployment"),
-]
 
 
 def _now() -> str:
@@ -183,41 +171,23 @@ class Controllers:
     def round(self, dirty: set[str] | None = None) -> None:
         """One pass over each kind played here whose inputs were written (``dirty``;
         None: every kind): write each status that would change."""
-        passes: list[tuple[str, str, Callable[[Obj], Obj | None], set[str]]] = [
-            (CERT_MANAGER, "Issuer", self.issuer, {"Issuer", "Secret"}),
-            (CERT_MANAGER, "Certificate", self.certificate, {"Certificate", "Issuer", "Secret"}),
-            ("v1", "Service", self.load_balancer, {"Service"}),
-            (INFERENCE, "InferencePool", self.inference_pool, {"InferencePool"}),
-            (
-                AIGW,
-                "AIGatewayRoute",
-                self.ai_gateway_route,
-                {"AIGatewayRoute", "AIServiceBackend", "HTTPRoute"},
-            ),
-            (AIGW, "AIServiceBackend", self.ai_gateway_accepted, {"AIServiceBackend"}),
-            (AIGW, "BackendSecurityPolicy", self.ai_gateway_accepted, {"BackendSecurityPolicy"}),
-            ("apps/v1", "Deployment", self.deployment, {"Deployment"}),
-        ]
         kube = self.cluster.admin
         self._listed.clear()
-        for api_version, kind, realise, reads in passes:
-            if dirty is not None and not reads & dirty:
+        for p in PASSES:
+            if dirty is not None and not {kind for _, kind in p.reads} & dirty:
                 continue
             try:
-                listed = kube.list(api_version, kind)
-                if kind == "AIGatewayRoute":  # a deleted route's memo goes with it
-                    names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in listed}
-                    self._generated_from = {
-                        k: v for k, v in self._generated_from.items() if k in names
-                    }
+                listed = kube.list(*p.kind)
+                if p.forget is not None:
+                    p.forget(self, listed)
                 for obj in listed:
-                    status = realise(obj)
+                    status = p.realise(self, obj)
                     if status is not None and status != obj.get("status"):
                         kube.update_status({**obj, "status": status})
             except (ApiError, OSError) as err:  # retried next round
-                self._mark(kind)
+                self._mark(p.kind[1])
                 if not (isinstance(err, ApiError) and err.status in (404, 409)):
-                    self.errors.append(f"{self.cluster.name} {kind}: {err}")
+                    self.errors.append(f"{self.cluster.name} {p.kind[1]}: {err}")
                     del self.errors[:-20]
 
     # --- cert-manager ------------------------------------------------------------
@@ -365,6 +335,11 @@ class Controllers:
             last = self._generated_from[(namespace, name)] = (source, conditions)
         return self._keep(obj, last[1])
 
+    def forget_deleted_routes(self, routes: list[Obj]) -> None:
+        """A deleted AIGatewayRoute's memo goes with it."""
+        names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in routes}
+        self._generated_from = {k: v for k, v in self._generated_from.items() if k in names}
+
     def ai_gateway_accepted(self, obj: Obj) -> Obj | None:
         message = f"{obj['kind']} reconciled successfully"
         return self._keep(obj, [_ai_gateway_cond(True, message)])
@@ -419,6 +394,49 @@ class Controllers:
         if without_times(status) == without_times(obj.get("status") or {}):
             return None
         return status
+
+
+Kind = tuple[str, str]  # (apiVersion, kind)
+ISSUER, CERTIFICATE, SECRET = (
+    (CERT_MANAGER, "Issuer"),
+    (CERT_MANAGER, "Certificate"),
+    ("v1", "Secret"),
+)
+AI_ROUTE, AI_BACKEND = (AIGW, "AIGatewayRoute"), (AIGW, "AIServiceBackend")
+
+
+class Pass(NamedTuple):
+    """One kind played here: ``realise`` gives each object's status (None: leave it), after
+    ``forget`` saw the whole list when the pass keeps state per object. The pass runs when
+    its kind, or one it ``also_reads``, was written."""
+
+    kind: Kind
+    realise: Callable[[Controllers, Obj], Obj | None]
+    also_reads: frozenset[Kind] = frozenset()
+    forget: Callable[[Controllers, list[Obj]], None] | None = None
+
+    @property
+    def reads(self) -> frozenset[Kind]:
+        return self.also_reads | {self.kind}
+
+
+PASSES = [
+    Pass(ISSUER, Controllers.issuer, frozenset({SECRET})),
+    Pass(CERTIFICATE, Controllers.certificate, frozenset({ISSUER, SECRET})),
+    Pass(("v1", "Service"), Controllers.load_balancer),
+    Pass((INFERENCE, "InferencePool"), Controllers.inference_pool),
+    Pass(
+        AI_ROUTE,
+        Controllers.ai_gateway_route,
+        frozenset({AI_BACKEND, (GATEWAY_API, "HTTPRoute")}),
+        forget=Controllers.forget_deleted_routes,
+    ),
+    Pass(AI_BACKEND, Controllers.ai_gateway_accepted),
+    Pass((AIGW, "BackendSecurityPolicy"), Controllers.ai_gateway_accepted),
+    Pass(("apps/v1", "Deployment"), Controllers.deployment),
+]
+# Every kind a pass reads: a watch each.
+WATCHED = sorted({kind for p in PASSES for kind in p.reads})
 
 
 def _current(obj: Obj) -> bool:
