@@ -234,9 +234,11 @@ def _drain(
         interval_s=CONVERGE_POLL_S,
     )
     before = _counters(st, sup)
+    placed = fleetdrills.deployments_per_cluster(driver)
     problems = fleetdrills.drain(driver)
     drained, undrained = driver.timings
     return {
+        **{f"deployments on the cluster before the drain: {c}": n for c, n in placed.items()},
         "seconds from drain of one cluster to no route sending to it": round(drained.held, 1),
         "seconds from drain of one cluster to converged": round(drained.converged, 1),
         "seconds from undrain to converged, nothing moved": round(undrained.converged, 1),

@@ -63,6 +63,15 @@ def _placements(driver: Driver) -> dict[XRKey, list[tuple[str, int]]]:
     }
 
 
+def deployments_per_cluster(driver: Driver) -> dict[str, int]:
+    """How many ModelDeployments have a replica on each cluster (what a drain of it moves)."""
+    found: dict[str, int] = {}
+    for placed in _placements(driver).values():
+        for cluster, _ in placed:
+            found[cluster] = found.get(cluster, 0) + 1
+    return dict(sorted(found.items()))
+
+
 def _left(what: str, refs: Iterable[object]) -> list[str]:
     found = sorted(str(r) for r in refs)
     if not found:

@@ -87,6 +87,12 @@ def test_the_spread_check_names_a_packed_deployment(fleet: Fleet) -> None:
     ]
 
 
+def test_deployments_per_cluster_counts_each_deployment_once_per_cluster(fleet: Fleet) -> None:
+    """What bench-fleet reports a drain moves: the example's one deployment spreads its two
+    replicas over both clusters."""
+    assert fleetdrills.deployments_per_cluster(Emulation(fleet)) == {"eu-west": 1, "us.east": 1}
+
+
 @pytest.mark.parametrize("drill", fleetcheck.DRILLS.values(), ids=fleetcheck.DRILLS.keys())
 def test_drill(fleet: Fleet, drill: Check) -> None:
     assert drill(fleet) == []
