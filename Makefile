@@ -230,11 +230,14 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 e2e: deps controlplane-bins packages upgrade-packages redis-server $(XP_CORE_BIN)
 	$(CONTROLPLANE_ENV) UPGRADE_VERSION=$(UPGRADE_VERSION) UPGRADE_DIST=$(UPGRADE_DIST) $(PY) -m e2e.controlplane e2e
 ## bench-fleet: a generated fleet at growing sizes on the real control plane (bench/fleetscale.py;
-## SIZES="10 40 100" services); figures into bench/results/fleet.json. A benchmark, not a test
+## SIZES="10 40 100" services; BENCH_FLEET_ARGS="--clusters 4 --gateways 4 --no-drain --out F" and
+## the rest of `python -m bench.fleetscale --help`); figures into bench/results/fleet.json. A
+## benchmark, not a test
 SIZES ?= 10 40 100
+BENCH_FLEET_ARGS ?=
 .PHONY: bench-fleet
 bench-fleet: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
-	$(CONTROLPLANE_ENV) $(PY) -m bench.fleetscale --services $(SIZES)
+	$(CONTROLPLANE_ENV) $(PY) -m bench.fleetscale --services $(SIZES) $(BENCH_FLEET_ARGS)
 ## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
 up: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 	$(if $(filter-out examples/fleet examples/fleet/,$(FLEET)),$(error FLEET=examples/fleet is the fleet make up can apply))
