@@ -18,7 +18,8 @@ arrives by a watch (its XR, what it composed, what it required; no function read
 clock once settled), so this TTL is only a backstop, as long as Crossplane's own hourly
 resync that every XR gets anyway. `make e2e` with an hour passed every drill and fault,
 all but one as fast as with 5 minutes (a service restricted to two callers converged in
-57 s in every run since, against 25 s: not traced yet), and a settled fleet costs no call
+57 s in every run since, against 25 s: the withdrawn ModelRoute's deletion, not the TTL;
+bench/README.md), and a settled fleet costs no call
 between TTLs
 (bench/README.md, "The fleet at rest"); at 5 minutes a fleet of 400 services (~1,500
 XRs) would cost ~5 calls a second doing nothing. What the backstop still catches is a
