@@ -421,10 +421,10 @@ READINESS: list[tuple[str, str, Obj]] = [
     ("healthz-filter", "reports no status", {"policy": "SuccessfulCreate"}),
     (
         "tls-ai-example-tls",
-        "a projected Secret once every key holds a value",
+        "a projected Secret once it holds its keys, each with a value, and no other",
         {
             "policy": "DeriveFromCelQuery",
-            "celQuery": "has(object.data) && ['tls.crt', 'tls.key']"
+            "celQuery": "has(object.data) && size(object.data) == 2 && ['tls.crt', 'tls.key']"
             ".all(k, k in object.data && object.data[k] != '')",
         },
     ),
@@ -491,18 +491,39 @@ def test_no_composed_object_observes_a_secret() -> None:
     assert [manifest(o)["kind"] for o in observe_only] == ["ConfigMap"]
 
 
-def test_duplicate_caller_identity_uses_the_first_secret_and_warns() -> None:
+def test_a_caller_identity_in_two_secrets_authenticates_with_neither_key() -> None:
+    """Allow-lists and budgets are bound to the name: which key is alice's is not guessed."""
     teams = fleet(full=True).with_(
         callers=[callers("team-b", {"alice": "sk-other"}), callers("team-a")]
     )
     out = teams.settled()
-    secret_key = "caller-keys"
     sources = {
         r["patchesFrom"]["fieldPath"]: r["patchesFrom"]["name"]
-        for r in out.desired[secret_key]["spec"]["references"]
+        for r in out.desired["caller-keys"]["spec"]["references"]
     }
-    assert sources == {"data[alice]": "team-a", "data[bob]": "team-a"}
-    assert any("alice" in w and "more than one" in w for w in out.warnings)
+    assert sources == {"data[bob]": "team-a"}
+    assert set(manifest(out.desired["caller-keys"])["data"]) == {"bob"}
+    status, reason, message = out.conditions["CallerKeysUnique"]
+    assert (status, reason) == ("False", "DuplicateCaller")
+    assert f"alice in Secret {NS}/team-a and Secret {NS}/team-b" in message, message
+    assert any(message in w for w in out.warnings)
+    assert "sk-other" not in message
+    assert ALICE_KEY not in message
+
+
+def test_unique_caller_identities_say_so() -> None:
+    out = fleet(full=True).settled()
+    assert out.conditions["CallerKeysUnique"][:2] == ("True", "Unique")
+    assert "CallerKeysUnique" not in fleet().settled().conditions, "no auth, no callers"
+
+
+def test_when_every_identity_is_claimed_twice_no_caller_is_left() -> None:
+    twice = fleet(full=True).with_(callers=[callers("team-a"), callers("team-b")])
+    out = twice.run()
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "NoCallerKeys")
+    assert "alice, bob" in message, message
+    assert out.conditions["CallerKeysUnique"][:2] == ("False", "DuplicateCaller")
 
 
 # --- gates ------------------------------------------------------------------

@@ -170,6 +170,18 @@ def test_a_duplicate_caller_key_says_which_secrets_and_keys_to_check() -> None:
     assert not [m for m in said if ALICE_KEY in m or BOB_KEY in m]
 
 
+def test_empty_keys_of_a_copy_being_refilled_are_not_blamed_on_the_user() -> None:
+    """A copy lost and created again holds every key empty until filled: Envoy Gateway
+    reads them as duplicates, but the user's keys are fine."""
+    full = fleet(full=True)
+    remote = {"gateway": PROGRAMMED, "caller-auth": DUPLICATED_KEY}
+    out = full.run(echo(full.settled(), remote=remote, not_ready=("caller-keys",)))
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "WaitingForSecrets")
+    assert "500" in message
+    assert not out.xr_ready
+
+
 def test_a_policy_refused_for_another_reason_keeps_the_general_hint() -> None:
     full = fleet(full=True)
     missing = accepted("False", "Invalid", "APIKeyAuth: secret fleetgate-system/x not found.")
@@ -212,6 +224,58 @@ def test_a_revoked_caller_leaves_the_one_secret_in_one_apply() -> None:
     assert holder["metadata"]["name"] == secret["metadata"]["name"]
     copies = sorted(k for k in out.desired if k.startswith("caller-keys"))
     assert copies == ["caller-keys", "caller-keys-holder"]
+
+
+def test_a_key_revoked_while_another_gate_is_closed_leaves_at_once() -> None:
+    """The serving objects wait for the TLS Secret; the revoked key does not."""
+    before = fleet(full=True)
+    first = before.settled()
+    held = before.with_(tls={"ai-example-tls": []}, callers=[callers(keys={"alice": "sk-a"})])
+    out = held.run(echo(first))
+    assert out.conditions["GatewayReady"][:2] == ("False", "TLSSecretMissing")
+    after = out.desired["caller-keys"]
+    assert set(manifest(after)["data"]) == {"alice"}
+    assert [r["patchesFrom"]["fieldPath"] for r in after["spec"]["references"]] == ["data[alice]"]
+    assert set(manifest(out.desired["caller-keys-holder"])["data"]) == {"alice"}
+    for kept in ("caller-auth", "gateway", "tls-ai-example-tls"):
+        assert manifest(out.desired[kept]) == manifest(first.desired[kept]), kept
+
+
+@pytest.mark.parametrize(
+    "left",
+    [[], [callers(keys={})]],
+    ids=["the last caller-key Secret deleted", "its last key removed"],
+)
+def test_no_caller_key_left_withdraws_every_key_from_the_cluster(left: list[Obj]) -> None:
+    """Kept as it was, the copy would name a Secret provider-kubernetes cannot read, and
+    the provider would stop updating it: every old key would go on authenticating."""
+    before = fleet(full=True)
+    first = before.settled()
+    out = before.with_(callers=left).run(echo(first))
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "NoCallerKeys")
+    assert "withdrawn" in message, message
+    emptied = out.desired["caller-keys"]
+    assert manifest(emptied)["data"] == {}
+    assert "references" not in emptied["spec"]
+    assert emptied["spec"]["managementPolicies"] == ["Observe", "Update"]
+    assert emptied["spec"]["readiness"]["celQuery"] == (
+        "has(object.metadata.name) && (!has(object.data) || size(object.data) == 0)"
+    )
+    assert manifest(out.desired["caller-keys-holder"])["data"] == {}
+    # The policy stays, over the emptied copy: it denies every caller.
+    assert credential_refs(out.desired) == credential_refs(first.desired)
+    assert "gateway" in out.desired
+    # Once the copy is empty it stays so, and nothing else changes.
+    again = before.with_(callers=left).run(echo(out))
+    assert manifest(again.desired["caller-keys"])["data"] == {}
+    assert set(again.desired) == set(out.desired)
+
+
+def test_a_new_gateway_without_keys_copies_none() -> None:
+    out = fleet(full=True).with_(callers=[]).run()
+    assert out.conditions["GatewayReady"][:2] == ("False", "NoCallerKeys")
+    assert not [k for k in out.desired if k.startswith("caller-")]
 
 
 # --- name resolution -----------------------------------------------------------------

@@ -260,7 +260,7 @@ def test_credential_is_a_policy_and_a_projected_secret() -> None:
     assert obj["spec"]["watch"] is True
     assert obj["spec"]["readiness"] == {
         "policy": "DeriveFromCelQuery",
-        "celQuery": "has(object.data) && ['apiKey']"
+        "celQuery": "has(object.data) && size(object.data) == 1 && ['apiKey']"
         ".all(k, k in object.data && object.data[k] != '')",
     }
 

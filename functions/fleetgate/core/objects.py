@@ -44,9 +44,11 @@ def remote_object(
     and is ready once every key holds a value there; ``Reconcile.compose``
     adds its holder and the patches (``core/secrets.py`` says why). It is
     always watched: the provider fills it on an update, after which only a
-    watch event observes it again before the next poll.
+    watch event observes it again before the next poll. An empty list is a
+    projection of nothing: the Secret stays, emptied of every key it held.
     """
-    if secret_patches:
+    projected = secret_patches is not None
+    if secret_patches is not None:
         keys = secrets.projected_keys(secret_patches)
         manifest = secrets.with_empty_values(manifest, keys)
         readiness_query = secrets.filled_query(keys)
@@ -62,8 +64,9 @@ def remote_object(
         spec["readiness"] = readiness.query(readiness_query)
     else:
         spec["readiness"] = readiness.for_manifest(manifest)
-    if secret_patches:
+    if projected:
         spec["managementPolicies"] = list(secrets.FILL_POLICIES)
+    if secret_patches:
         spec["references"] = secret_patches
     if watch is None:
         watch = observe_only or spec["readiness"] != readiness.SUCCESSFUL_CREATE

@@ -103,13 +103,21 @@ def with_empty_values(secret: dict[str, Any], keys: Sequence[str]) -> dict[str, 
 
 
 def filled_query(keys: Sequence[str]) -> str:
-    """CEL over the remote Secret (bound as ``object``): every one of ``keys`` has a value.
+    """CEL over the remote Secret (bound as ``object``): it holds exactly ``keys``, each valued.
 
     Secret keys are ``[-._a-zA-Z0-9]+`` (the API server's rule), so they quote
-    safely. An unobserved or still empty key reads as not ready.
+    safely. An unobserved or still empty key reads as not ready, and so does a
+    key no longer projected (a revoked caller's) until the apply removing it
+    has run: Ready means the copy is what was asked for, withdrawals included.
+    With no key at all, Ready means the copy exists and is empty.
     """
+    if not keys:
+        return f"{EXISTS_QUERY} && (!has(object.data) || size(object.data) == 0)"
     listed = ", ".join(f"'{key}'" for key in keys)
-    return f"has(object.data) && [{listed}].all(k, k in object.data && object.data[k] != '')"
+    return (
+        f"has(object.data) && size(object.data) == {len(keys)} && "
+        f"[{listed}].all(k, k in object.data && object.data[k] != '')"
+    )
 
 
 def is_filler(obj: dict[str, Any]) -> bool:

@@ -7,7 +7,9 @@ Three independent parts, each gated only on what it needs:
 * the front door (Gateway, EnvoyProxy, caller auth, failover, /healthz), once
   its caller keys and TLS Secrets exist and their copies on the cluster hold
   their values; until then whatever it composed before keeps serving, and
-  nothing half-open is added;
+  nothing half-open is added. The one exception is the caller keys' copy on
+  the cluster: it follows the selected Secrets on every call, whatever else
+  waits, so a revoked key never outlives a closed gate;
 * CA copies and name resolution for every cluster that has published its
   gateway, once the fleet's clusters (and gateways, for ownership) resolve.
 """
@@ -30,6 +32,7 @@ from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
 from fleetgate.inference_gateway.status import gateway_address, gateway_ready
 
 CONDITION = "GatewayReady"
+CALLERS_CONDITION = "CallerKeysUnique"
 CLIENT_USAGES = ["client auth", "digital signature"]
 
 
@@ -37,7 +40,8 @@ def compose(rec: Reconcile) -> None:
     gateway = rec.composite(InferenceGateway)
     names = GatewayNames(gateway.metadata.name)
     target = inputs.target(rec, gateway)
-    front_door = inputs.front_door(rec, gateway)
+    callers = inputs.caller_keys(rec, gateway)
+    front_door = inputs.front_door(rec, gateway, callers)
     clusters = inputs.clusters(rec)
     peers = inputs.peers(rec)
     if isinstance(target, Verdict):
@@ -47,7 +51,7 @@ def compose(rec: Reconcile) -> None:
     on = OnCluster(rec, names, target)
     on.client_pki()
     if isinstance(front_door, Verdict):
-        _hold(rec, front_door, *naming.FRONT_DOOR)
+        on.hold_front_door(front_door, callers)
     else:
         waiting = on.front_door(gateway, front_door)
         if waiting is not None:
@@ -64,6 +68,40 @@ def compose(rec: Reconcile) -> None:
     else:
         _report(rec, gateway, names, None, front_door.callers)
     _report_mutual_tls(rec, reachable)
+    _report_callers(rec, callers)
+
+
+def _report_callers(rec: Reconcile, callers: CallerKeys | Verdict | None) -> None:
+    """CallerKeysUnique: False, naming the Secrets, while a caller identity is claimed twice.
+
+    Allow-lists and budgets are bound to the identity, so no key is picked:
+    neither authenticates (``inputs.caller_keys``) until one is renamed.
+    """
+    if not isinstance(callers, CallerKeys):
+        return
+    if not callers.ambiguous:
+        rec.condition(
+            CALLERS_CONDITION,
+            "True",
+            "Unique",
+            f"{len(callers.sources)} callers, each a key of one selected Secret",
+        )
+        return
+    claims = "; ".join(
+        f"{identity} in "
+        + " and ".join(f"Secret {SYSTEM_NAMESPACE}/{secret}" for secret in secrets)
+        for identity, secrets in callers.ambiguous.items()
+    )
+    rec.report(
+        CALLERS_CONDITION,
+        Verdict(
+            "False",
+            "DuplicateCaller",
+            f"caller identities are keys of more than one selected Secret ({claims}): none of "
+            "those keys authenticates until each identity is a key of one Secret only",
+            warn=True,
+        ),
+    )
 
 
 def _report_mutual_tls(rec: Reconcile, reachable: list[PublishedCluster] | None) -> None:
@@ -202,13 +240,23 @@ class OnCluster(NamedTuple):
             return None
         self.put(naming.CALLER_AUTH, builders.caller_auth(names, projected[naming.CALLER_KEYS]))
         self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
-        if callers.shadowed:
-            self.rec.warning(
-                "caller identities found in more than one selected Secret: "
-                f"{', '.join(callers.shadowed)}; the Secret first by name provides the key",
-                "DuplicateCaller",
-            )
         return None
+
+    def hold_front_door(self, blocked: Verdict, callers: CallerKeys | Verdict | None) -> None:
+        """A front-door gate is closed: keep what it served from, but never a revoked key.
+
+        A caller-key copy that exists follows the selected Secrets even so:
+        kept as it was, it would still name a deleted Secret, and
+        provider-kubernetes, which cannot read it, would stop updating the copy
+        at all (v1.2.1 internal/controller/namespaced/object/object.go:376-381,
+        688-708), so every old key would go on authenticating. With no key
+        left the copy is emptied and the kept policy denies every caller.
+        """
+        if isinstance(callers, CallerKeys) and self.rec.observed(naming.CALLER_KEYS).exists:
+            self.caller_secret(callers)
+            _hold(self.rec, blocked, *naming.SERVING, naming.TLS)
+        else:
+            _hold(self.rec, blocked, *naming.FRONT_DOOR)
 
     def tls_secret(self, source: str) -> str:
         remote = self.names.tls(source)
@@ -302,6 +350,7 @@ def _report(
         auth=spec.auth is not None,
         where=f"Gateway {names.gateway} on InferenceCluster {spec.cluster_name}",
         callers=callers,
+        keys_filled=rec.observed(naming.CALLER_KEYS).ready,
     )
     rec.report(CONDITION, ready)
     rec.allow_ready(ready.status == "True")

@@ -40,7 +40,27 @@ class CallerKeys(NamedTuple):
     """Every caller identity, each with the Secret its key is copied from."""
 
     sources: dict[str, str]  # identity -> source Secret name
-    shadowed: list[str]  # identities found in more than one Secret (the first Secret wins)
+    # Identities that are a key of more than one selected Secret -> those Secrets.
+    # None of them authenticates: which key is the caller's is not ours to guess.
+    ambiguous: dict[str, list[str]]
+    selector: str  # spec.auth.secretSelector, for messages
+
+    def refusal(self) -> Verdict | None:
+        """NoCallerKeys when no caller can authenticate: the gateway is not served."""
+        if self.sources:
+            return None
+        shadowed = (
+            f" (every key it holds is in more than one of them: {', '.join(self.ambiguous)})"
+            if self.ambiguous
+            else ""
+        )
+        return Verdict.no(
+            "NoCallerKeys",
+            f"spec.auth.secretSelector ({self.selector}) matches no Secret in {SYSTEM_NAMESPACE} "
+            f"holding a key of its own{shadowed}: no caller could authenticate, so the gateway "
+            "is not served and every key it had is withdrawn; label a caller-key Secret or "
+            "remove spec.auth",
+        )
 
 
 class FrontDoor(NamedTuple):
@@ -51,13 +71,21 @@ class FrontDoor(NamedTuple):
     limits: list[ResolvedLimit]  # spec.auth.limits, narrowing resolved
 
 
-def front_door(rec: Reconcile, gateway: InferenceGateway) -> FrontDoor | Verdict:
-    """The inputs of the front door, or the first gate not passed (callers, TLS, limits)."""
-    callers = caller_keys(rec, gateway)
+def front_door(
+    rec: Reconcile, gateway: InferenceGateway, callers: CallerKeys | Verdict | None
+) -> FrontDoor | Verdict:
+    """The inputs of the front door, or the first gate not passed (callers, TLS, limits).
+
+    ``callers`` is ``caller_keys``: read first and on its own, because the
+    keys on the cluster follow it even while another gate is closed.
+    """
     tls = tls_secrets(rec, gateway)
     limits = caller_limits(rec, gateway)
     if isinstance(callers, Verdict):
         return callers
+    refused = callers.refusal() if callers is not None else None
+    if refused is not None:
+        return refused
     if isinstance(tls, Verdict):
         return tls
     if isinstance(limits, Verdict):
@@ -110,11 +138,12 @@ def target(rec: Reconcile, gateway: InferenceGateway) -> Target | Verdict:
 
 
 def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Verdict | None:
-    """The caller keys ``spec.auth`` selects; None without auth.
+    """The caller keys ``spec.auth`` selects; None without auth, a Verdict until looked up.
 
-    A selector that matches no key is refused rather than composed: a
-    SecurityPolicy over no keys denies everyone, and one over no Secret at all
-    fails every route with a 500.
+    A selector that matches no key is refused (``CallerKeys.refusal``): the
+    gateway is not served. A key name found in two Secrets is two callers
+    claiming one identity, which allow-lists and budgets are bound to: neither
+    authenticates until one is renamed or removed.
     """
     if gateway.spec.auth is None:
         return None
@@ -130,22 +159,15 @@ def caller_keys(rec: Reconcile, gateway: InferenceGateway) -> CallerKeys | Verdi
             "WaitingForCallerKeys",
             f"waiting for Crossplane to look up caller-key Secrets ({selector})",
         )
-    sources: dict[str, str] = {}
-    shadowed: set[str] = set()
+    holders: dict[str, list[str]] = {}
     for secret in sorted(secrets, key=lambda s: s.name):
-        for key in sorted(secret.keys):
-            if key in sources:
-                shadowed.add(key)
-            else:
-                sources[key] = secret.name
-    if not sources:
-        return Verdict.no(
-            "NoCallerKeys",
-            f"spec.auth.secretSelector ({selector}) matches no Secret in {SYSTEM_NAMESPACE} "
-            "holding a key: no caller could authenticate, so the gateway is not served; "
-            "label a caller-key Secret or remove spec.auth",
-        )
-    return CallerKeys(dict(sorted(sources.items())), sorted(shadowed))
+        for key in secret.keys:
+            holders.setdefault(key, []).append(secret.name)
+    return CallerKeys(
+        sources={key: found[0] for key, found in sorted(holders.items()) if len(found) == 1},
+        ambiguous={key: found for key, found in sorted(holders.items()) if len(found) > 1},
+        selector=selector,
+    )
 
 
 def tls_secrets(rec: Reconcile, gateway: InferenceGateway) -> list[str] | Verdict | None:

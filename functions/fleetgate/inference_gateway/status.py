@@ -44,12 +44,14 @@ def gateway_ready(
     auth: bool,
     where: str,
     callers: CallerKeys | None = None,
+    keys_filled: bool = True,
 ) -> Verdict:
     """GatewayReady: True only once the Gateway is programmed and, with auth, its policy accepted.
 
     An address alone is not readiness: Envoy Gateway assigns one before the
     listeners are programmed. ``callers`` (the identities composed into the
     caller policy, with their Secrets) lets a refusal say where to look.
+    ``keys_filled``: whether the caller keys' copy on the cluster holds them.
     """
     if blocked is not None:
         return blocked
@@ -63,38 +65,53 @@ def gateway_ready(
         return Verdict(
             "False", "WaitingForGateway", f"waiting for {where} to be programmed{detail}"
         )
-    if auth:
-        accepted = caller_auth.entry_conditions("ancestors", "Accepted")
-        rejected = [c for c in accepted if c.get("status") == "False"]
-        if rejected:
-            # Envoy Gateway's reason only: its message is not ours to repeat
-            # into a condition (it may describe the keys it rejected). It is
-            # only matched against the one refusal we can explain better.
-            if callers is not None and any(
-                DUPLICATED_KEY in str(c.get("message", "")) for c in rejected
-            ):
-                return Verdict(
-                    "False",
-                    "DuplicateCallerKey",
-                    f"two caller keys share one value, so Envoy Gateway refused the caller "
-                    f"SecurityPolicy of {where} and answers every model request with 500: "
-                    f"give each caller a key of its own in {_caller_secrets(callers)}",
-                    warn=True,
-                )
-            return Verdict(
-                "False",
-                "CallerAuthRejected",
-                f"Envoy Gateway rejected the caller SecurityPolicy of {where} "
-                f"(reason {rejected[0].get('reason', 'unknown')}): {CALLER_AUTH_HINT}",
-                warn=True,
-            )
-        if not any(c.get("status") == "True" for c in accepted):
-            return Verdict(
-                "False",
-                "WaitingForCallerAuth",
-                f"waiting for Envoy Gateway to accept the caller SecurityPolicy of {where}",
-            )
+    refused = _caller_auth(caller_auth, where, callers, keys_filled) if auth else None
+    if refused is not None:
+        return refused
     return Verdict("True", "GatewayProgrammed", f"{where} is programmed and serving")
+
+
+def _caller_auth(
+    caller_auth: Observed, where: str, callers: CallerKeys | None, keys_filled: bool
+) -> Verdict | None:
+    """Why the caller SecurityPolicy is not accepted yet, or None once it is."""
+    accepted = caller_auth.entry_conditions("ancestors", "Accepted")
+    rejected = [c for c in accepted if c.get("status") == "False"]
+    if not rejected:
+        if any(c.get("status") == "True" for c in accepted):
+            return None
+        return Verdict.no(
+            "WaitingForCallerAuth",
+            f"waiting for Envoy Gateway to accept the caller SecurityPolicy of {where}",
+        )
+    # Envoy Gateway's reason only: its message is not ours to repeat into a
+    # condition (it may describe the keys it rejected). It is only matched
+    # against the one refusal we can explain better.
+    if callers is None or not any(DUPLICATED_KEY in str(c.get("message", "")) for c in rejected):
+        return Verdict(
+            "False",
+            "CallerAuthRejected",
+            f"Envoy Gateway rejected the caller SecurityPolicy of {where} "
+            f"(reason {rejected[0].get('reason', 'unknown')}): {CALLER_AUTH_HINT}",
+            warn=True,
+        )
+    if not keys_filled:
+        # A copy lost and created again holds every key empty until it is
+        # filled: equal empty values, not the user's keys.
+        return Verdict.no(
+            "WaitingForSecrets",
+            "waiting for provider-kubernetes to fill the copy of the caller keys that "
+            f"{where} serves from: until then Envoy Gateway reads its empty keys as "
+            "duplicates and answers model requests with 500",
+        )
+    return Verdict(
+        "False",
+        "DuplicateCallerKey",
+        f"two caller keys share one value, so Envoy Gateway refused the caller "
+        f"SecurityPolicy of {where} and answers every model request with 500: "
+        f"give each caller a key of its own in {_caller_secrets(callers)}",
+        warn=True,
+    )
 
 
 def _caller_secrets(callers: CallerKeys) -> str:
