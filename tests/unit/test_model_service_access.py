@@ -20,10 +20,12 @@ from fleetgate.model_service.naming import (
     CALLER_ACCESS_KEY,
     model_route_key,
 )
+from sim import pipeline
 from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (
     CANARY,
     canary_fleet,
+    cluster,
     condition,
     gateway,
     manifest,
@@ -131,6 +133,51 @@ def test_a_group_not_resolved_yet_changes_nothing() -> None:
     assert condition(out)[:2] == ("False", "WaitingForResources")
     assert f"Secret {SYSTEM_NAMESPACE}/research-keys" in condition(out)[2]
     assert out.desired == composed.desired
+
+
+def _narrowed_while(wait: str) -> tuple[Outcome, Outcome]:
+    """The canary open to two callers, then narrowed to one while ``wait`` holds the route."""
+    required = with_groups(**{"research-keys": ["bob", "alice"]})
+    if wait == "gateway pending":
+        required["gateways"] = [gateway("public"), gateway("internal", "core")]
+        required["clusters"].append(cluster("core", provider_config="pc-core"))
+    wide = restricted(groups=["research-keys"])
+    composed = run(compose, request(wide, required=required))
+    observed = routes_observed(composed)
+    narrowed = with_groups(**{"research-keys": ["alice"]})
+    if wait == "endpoint unknown":
+        narrowed["endpoints-1"][0] = pipeline.after_failed_reconcile(narrowed["endpoints-1"][0])
+    elif wait == "credential not looked up":
+        del narrowed["credential-openai"]
+    else:
+        narrowed["gateways"] = [gateway("public"), gateway("internal", "core", client_ca=None)]
+        narrowed["clusters"] = required["clusters"]
+    return composed, run(compose, request(wide, required=narrowed, observed=observed))
+
+
+WAITS = ["endpoint unknown", "credential not looked up", "gateway pending"]
+
+
+@pytest.mark.parametrize("wait", WAITS)
+def test_a_narrowed_access_reaches_every_route_whatever_it_waits_for(wait: str) -> None:
+    """Who may call depends on no endpoint and no gateway: a revocation never waits."""
+    composed, out = _narrowed_while(wait)
+    assert condition(out)[0] == "False", "the route itself waits"
+    for gw in model_routes(composed):
+        assert callers(composed, gw) == ["alice", "bob"]
+        assert callers(out, gw) == ["alice"], gw
+        kept = {k: v for k, v in model_routes(out)[gw]["spec"].items() if k != "access"}
+        before = {k: v for k, v in model_routes(composed)[gw]["spec"].items() if k != "access"}
+        assert kept == before, "nothing else changes while it waits"
+
+
+def test_access_removed_while_waiting_opens_the_route_as_asked() -> None:
+    required = with_groups(**{"research-keys": ["bob"]})
+    composed = run(compose, request(restricted(groups=["research-keys"]), required=required))
+    waiting = canary_fleet()
+    del waiting["credential-openai"]
+    out = run(compose, request(CANARY, required=waiting, observed=routes_observed(composed)))
+    assert callers(out) is None
 
 
 def test_a_gateway_without_auth_never_serves_a_restricted_service() -> None:

@@ -71,25 +71,6 @@ def model_route(
     None, anyone the gateway authenticates. ``alert``: the service's failover
     alert, carried only to a gateway that composes PrometheusRules.
     """
-    access = (
-        {}
-        if allowed is None
-        else {
-            "access": {
-                "callers": list(allowed.callers),
-                **(
-                    {
-                        "limits": [
-                            limit.model_dump(by_alias=True, exclude_none=True)
-                            for limit in allowed.limits
-                        ]
-                    }
-                    if allowed.limits
-                    else {}
-                ),
-            }
-        }
-    )
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -113,7 +94,7 @@ def model_route(
                 **({"sectionName": HTTPS_LISTENER} if gateway.tls else {}),
             },
             "backends": [_backend(plan) for plan in planned],
-            **access,
+            **_access(allowed),
             **(
                 {"failoverAlert": alert.model_dump(by_alias=True)}
                 if alert is not None and gateway.prometheus_rules
@@ -121,6 +102,25 @@ def model_route(
             ),
         },
     }
+
+
+def _access(allowed: Access | None) -> dict[str, Any]:
+    """The route's ``spec.access``: who may call and how much; nothing when anyone may."""
+    if allowed is None:
+        return {}
+    limits = [limit.model_dump(by_alias=True, exclude_none=True) for limit in allowed.limits]
+    return {"access": {"callers": list(allowed.callers), **({"limits": limits} if limits else {})}}
+
+
+def with_access(route: Manifest, allowed: Access | None) -> Manifest:
+    """``route`` (carried over) restricted as the service's access is now.
+
+    Who may call depends on nothing a route waits for (endpoints, gateways),
+    so a narrowed or revoked access reaches every route at once, even one
+    otherwise kept as it was.
+    """
+    spec = {k: v for k, v in route["spec"].items() if k != "access"}
+    return {**route, "spec": {**spec, **_access(allowed)}}
 
 
 def carried_over(observed: dict[str, Any]) -> Manifest:

@@ -10,6 +10,7 @@ and every ModelRoute is Ready (all it composed on the gateway's cluster is).
 """
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import NamedTuple
 
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
@@ -28,6 +29,7 @@ from fleetgate.model_service.model_route_manifest import (
     carried_over,
     model_route,
     progress,
+    with_access,
 )
 from fleetgate.model_service.naming import Service, model_route_key
 from fleetgate.model_service.selection import (
@@ -69,10 +71,10 @@ def compose(rec: Reconcile) -> None:
     inputs = _require_inputs(rec, xr, service)
     if inputs is None:
         return
-    screening = _screen_endpoints(rec, xr, service, inputs)
+    allowed = _resolve_access(rec, xr, inputs.groups)
+    screening = _screen_endpoints(rec, xr, service, inputs, allowed)
     if screening is None:
         return
-    allowed = _resolve_access(rec, xr, inputs)
     gateways = _sort_gateways(rec, xr, inputs, restricted=allowed is not None)
     if not _anything_to_route(rec, screening, gateways, len(inputs.gateways)):
         return
@@ -80,6 +82,16 @@ def compose(rec: Reconcile) -> None:
         rec, service, gateways, screening, allowed, alert=xr.spec.failover_alert
     )
     _report(rec, routes, pending, gateways.refused, screening)
+
+
+class Unresolved(Enum):
+    """``spec.access`` names a group Crossplane has not looked up yet on this call."""
+
+    ACCESS = "access"
+
+
+# Who may call, as every route must say it now: None, anyone a gateway authenticates.
+Allowed = access.Access | None | Unresolved
 
 
 class Inputs(NamedTuple):
@@ -133,7 +145,13 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
         waiting.append(f"the ModelEndpoints of spec.endpoints[{', '.join(entries)}]")
     waiting += [f"Secret {SYSTEM_NAMESPACE}/{g}" for g, found in groups.items() if found is None]
     if gateways is None or clusters is None or waiting:
-        _wait(rec, waiting)
+        resolved = all(found is not None for found in groups.values())
+        allowed = (
+            _resolve_access(rec, xr, {g: found or [] for g, found in groups.items()})
+            if resolved
+            else Unresolved.ACCESS
+        )
+        _wait(rec, waiting, allowed)
         return None
     # Keyed and deduplicated by name below: a name listed twice would make the
     # route depend on the order Crossplane listed them in.
@@ -150,7 +168,9 @@ def _require_inputs(rec: Reconcile, xr: ModelService, service: Service) -> Input
     )
 
 
-def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> access.Access | None:
+def _resolve_access(
+    rec: Reconcile, xr: ModelService, groups: Mapping[str, Sequence[SecretKeys]]
+) -> access.Access | None:
     """What every serving gateway enforces, or None when the service restricts nobody."""
     if xr.spec.access is None:
         rec.condition(
@@ -160,7 +180,7 @@ def _resolve_access(rec: Reconcile, xr: ModelService, inputs: Inputs) -> access.
             "no spec.access: every caller a serving gateway authenticates may call",
         )
         return None
-    resolved = access.resolve(xr.spec.access, inputs.groups)
+    resolved = access.resolve(xr.spec.access, groups)
     allowed = f"{len(resolved.callers)} callers may call"
     if resolved.limits:
         allowed += f", within {len(resolved.limits)} limits each"
@@ -186,7 +206,7 @@ def _sort_gateways(
 
 
 def _screen_endpoints(
-    rec: Reconcile, xr: ModelService, service: Service, inputs: Inputs
+    rec: Reconcile, xr: ModelService, service: Service, inputs: Inputs, allowed: Allowed
 ) -> Screening | None:
     """Sort the selected endpoints; None (and waiting) while a credential is unresolved.
 
@@ -211,7 +231,7 @@ def _screen_endpoints(
     }
     unresolved = [f"Secret {service.namespace}/{n}" for n, got in secrets.items() if got is None]
     if unresolved:
-        _wait(rec, unresolved)
+        _wait(rec, unresolved, allowed)
         return None
     check_credentials(
         screening,
@@ -299,7 +319,7 @@ def _compose_routes(
             f"{waiting.why}",
             "GatewayPending",
         )
-        _carry_over(rec, model_route_key(waiting.name))
+        _carry_over(rec, model_route_key(waiting.name), allowed)
     rec.set_status(gateways=[_gateway_status(g) for g in gateways.serving if g.name in routes])
     return routes, pending
 
@@ -310,10 +330,10 @@ def _namespace(xr: ModelService) -> str:
     return xr.metadata.namespace
 
 
-def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
-    """An input is not resolved yet: change nothing, say what is awaited."""
+def _wait(rec: Reconcile, waiting: Sequence[str], allowed: Allowed) -> None:
+    """An input is not resolved yet: change nothing but who may call, say what is awaited."""
     for name in sorted(rec.req.observed.resources):
-        _carry_over(rec, name)
+        _carry_over(rec, name, allowed)
     # Status the function wrote before stays until it can be recomputed.
     previous = rec.observed_composite.get("status")
     previous = previous if isinstance(previous, dict) else {}
@@ -327,15 +347,17 @@ def _wait(rec: Reconcile, waiting: Sequence[str]) -> None:
     rec.allow_ready(False)
 
 
-def _carry_over(rec: Reconcile, name: str) -> None:
-    """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into it."""
+def _carry_over(rec: Reconcile, name: str, allowed: Allowed) -> None:
+    """Keep a composed resource as it is; a ModelRoute without what Crossplane wrote into
+    it, and with the access the service has now unless that is not resolved yet."""
     observed = rec.observed(name)
-    if observed.get("kind") == KIND:
-        rec.compose(
-            name, carried_over(observed.to_dict()), ready=_route_progress(rec, name) is None
-        )
-    else:
+    if observed.get("kind") != KIND:
         rec.keep(name)
+        return
+    route = carried_over(observed.to_dict())
+    if not isinstance(allowed, Unresolved):
+        route = with_access(route, allowed)
+    rec.compose(name, route, ready=_route_progress(rec, name) is None)
 
 
 def _route_progress(rec: Reconcile, key: str) -> str | None:
