@@ -24,6 +24,7 @@ from tests.support.inference_gateway import (
     gateway_xr,
     manifest,
     published_ca,
+    tls_secret,
 )
 
 CLIENT_CA = ca_pem("fleet gateway public client")
@@ -276,6 +277,25 @@ def test_a_new_gateway_without_keys_copies_none() -> None:
     out = fleet(full=True).with_(callers=[]).run()
     assert out.conditions["GatewayReady"][:2] == ("False", "NoCallerKeys")
     assert not [k for k in out.desired if k.startswith("caller-")]
+
+
+def test_a_secret_copy_no_longer_composed_goes_filler_first() -> None:
+    """Its holder outlives its filler by a call: deleted first, it would let the filler
+    create the Secret again, with its values, and leave them with no owner (issue 52)."""
+    before = fleet(full=True)
+    first = before.settled()
+    renewed = {"tls": {"certificateRefs": [{"name": "renewed-tls"}]}}
+    moved = before.with_(
+        gateway=gateway_xr(**{**FULL_SPEC, **renewed}),
+        tls={"renewed-tls": [tls_secret("renewed-tls")]},
+    )
+    out = moved.run(echo(first))
+    assert "tls-ai-example-tls" not in out.desired
+    held = out.desired["tls-ai-example-tls-holder"]
+    assert manifest(held) == manifest(first.desired["tls-ai-example-tls-holder"])
+    # The filler is gone from the control plane: now the holder, and the Secret, go.
+    later = moved.run(echo(out))
+    assert not [k for k in later.desired if k.startswith("tls-ai-example-tls")]
 
 
 # --- name resolution -----------------------------------------------------------------

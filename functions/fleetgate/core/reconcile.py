@@ -362,6 +362,7 @@ class Reconcile:
 
     def finish(self) -> None:
         """Write the collected status into the desired XR, and the response's TTL."""
+        self._outlast_fillers()
         if self._status:
             structs.update(self.rsp.desired.composite.resource, {"status": self._status})
         conditions = self.observed_composite.get("status", "conditions")
@@ -385,6 +386,25 @@ class Reconcile:
             created=self.observed_composite.get("metadata", "creationTimestamp"),
         )
         self.rsp.meta.ttl.FromTimedelta(ttl)
+
+    def _outlast_fillers(self) -> None:
+        """A projected Secret no longer composed goes filler first, its holder a call later.
+
+        Deleted first, the holder would delete the Secret while the filler,
+        still there and watching it, created it again with its values on its
+        update path, and was deleted then: the values would stay on the
+        cluster with no Object owning them (``core/secrets.py``). So a holder
+        is kept as long as its filler is observed and no longer composed;
+        Crossplane calls again once the filler is gone (it watches what an XR
+        composed), and the holder goes with the Secret.
+        """
+        desired = self.rsp.desired.resources
+        for name in sorted(self.req.observed.resources):
+            if name in desired or not name.endswith(secrets.HOLDER_SUFFIX):
+                continue
+            filler = name.removesuffix(secrets.HOLDER_SUFFIX)
+            if filler not in desired and self.observed(filler).exists:
+                self.keep(name)
 
     def _report_reachability(self, had: bool) -> None:
         """``ClusterReachable`` from what provider-kubernetes says of the composed Objects
