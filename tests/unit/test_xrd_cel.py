@@ -78,9 +78,16 @@ def _rules_at(kind: str, path: str) -> list[Rule]:
     return [r for r in RULES if r.kind == kind and r.path == path]
 
 
-def _evaluate(rule: Rule, value: Any) -> bool:
+def _evaluate(rule: Rule, value: Any, old: Any = None) -> bool:
+    """``rule`` over ``value``; a transition rule (``oldSelf``) also over ``old``, the value
+    an update replaces. The API server skips a transition rule on create, as here."""
+    if "oldSelf" in rule.rule and old is None:
+        return True
     program = ENV.program(ENV.compile(rule.rule))
-    result = program.evaluate({"self": json_to_cel(value)})
+    bound = {"self": json_to_cel(value)}
+    if "oldSelf" in rule.rule:
+        bound["oldSelf"] = json_to_cel(old)
+    result = program.evaluate(bound)
     # A rule that errors (e.g. reads an absent field) is rejected by the API
     # server with an opaque message: every rule must answer true or false.
     assert isinstance(result, celpy.celtypes.BoolType), (
@@ -96,14 +103,15 @@ class Case:
     path: str
     value: Any
     breaks: tuple[str, ...] = ()
+    old: Any = None  # for an update: the value it replaces (transition rules read it)
 
 
-def ok(case_id: str, kind: str, path: str, value: Any) -> Case:
-    return Case(case_id, kind, path, value)
+def ok(case_id: str, kind: str, path: str, value: Any, old: Any = None) -> Case:
+    return Case(case_id, kind, path, value, old=old)
 
 
-def bad(case_id: str, kind: str, path: str, value: Any, *breaks: str) -> Case:
-    return Case(case_id, kind, path, value, breaks)
+def bad(case_id: str, kind: str, path: str, value: Any, *breaks: str, old: Any = None) -> Case:
+    return Case(case_id, kind, path, value, breaks, old)
 
 
 ME, IG, IC, MS, MD = (
@@ -143,6 +151,8 @@ ORIGIN = "spec.origin"
 ENTRY = "spec.endpoints[]"
 SELECTOR = {"matchLabels": {"app": "qwen3-8b"}}
 HOSTNAME = "spec.hostname"
+CLUSTER_NAME = "spec.clusterName"
+MOVED = "spec.clusterName cannot change"
 LONG_LABEL = "a" * 64
 # A DNS subdomain of exactly 253 characters: four 62-character labels and a 1-character one.
 LONG_PREFIX = ".".join(["b" * 62] * 4 + ["c"])
@@ -190,6 +200,9 @@ LIMIT_CASES = [
 ]
 
 CASES = [
+    ok("gateway-created-on-a-cluster", IG, CLUSTER_NAME, "hub"),
+    ok("gateway-updated-on-its-cluster", IG, CLUSTER_NAME, "hub", old="hub"),
+    bad("gateway-moved-to-another-cluster", IG, CLUSTER_NAME, "eu-west", MOVED, old="hub"),
     *LIMIT_CASES,
     # --- ModelEndpoint spec.origin --------------------------------------------
     ok("origin-https", ME, ORIGIN, "https://api.openai.com"),
@@ -396,7 +409,7 @@ def test_rule_verdicts(case: Case) -> None:
     for fragment in case.breaks:
         matching = [r for r in rules if fragment in r.message]
         assert len(matching) == 1, f"{fragment!r} names {len(matching)} rules at {case.path}"
-    broken = {r.message for r in rules if not _evaluate(r, case.value)}
+    broken = {r.message for r in rules if not _evaluate(r, case.value, case.old)}
     expected = {r.message for r in rules if any(f in r.message for f in case.breaks)}
     assert broken == expected
 

@@ -135,9 +135,24 @@ class InferenceGatewaySpec(Model):
             ],
         }
     )
-    cluster_name: ObjectName
-    """Name of the InferenceCluster the gateway runs on. Several InferenceGateways may share a
-    cluster; every object composed there is named after the gateway."""
+    cluster_name: ObjectName = Field(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self == oldSelf",
+                    "message": (
+                        "spec.clusterName cannot change: the gateway's caller keys, TLS key "
+                        "and objects would stay behind on the old cluster; create an "
+                        "InferenceGateway on the new cluster, then delete this one"
+                    ),
+                },
+            ],
+        }
+    )
+    """Name of the InferenceCluster the gateway runs on; cannot change once set (re-pointed,
+    the same Objects would leave the caller keys and TLS key on the old cluster). Several
+    InferenceGateways may share a cluster; every object composed there is named after the
+    gateway."""
     hostname: Annotated[str, Field(min_length=1, max_length=253)] | None = Field(
         None,
         json_schema_extra={
