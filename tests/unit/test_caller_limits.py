@@ -12,6 +12,7 @@ service (make e2e).
 
 import copy
 import json
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -289,8 +290,8 @@ TOKENS = {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 500
     [
         # 800 x 2.50 + 200 x 1.25 + 500 x 10 per million = 0.00725.
         (ref(1), 1_000_000, 7250),
-        # To the nearest thousandth.
-        (ref(1), 1_000, 7),
+        # 7.25 thousandths, rounded up.
+        (ref(1), 1_000, 8),
         # Cached tokens cost as input when not priced apart: 1000 x 0.15 + 500 x 0.6.
         (ref(3), 1_000_000, 450),
         # An unpriced backend costs nothing; /ref/1 is not /ref/10.
@@ -303,6 +304,54 @@ def test_the_cost_is_priced_by_the_backend_that_answered(
 ) -> None:
     expression = governance.cost_expression([(1, GPT), (3, SMALL)], scale)
     assert evaluate(expression, backend, TOKENS) == expected
+
+
+def output_priced(price: str, scale: int, output_tokens: int) -> int:
+    """What ``output_tokens`` at ``price`` per million count against a ``scale`` counter."""
+    expression = governance.cost_expression([(0, Pricing(output_tokens=price))], scale)
+    tokens = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": output_tokens}
+    return evaluate(expression, ref(0), tokens)
+
+
+@pytest.mark.parametrize(
+    ("price", "scale", "output_tokens", "expected"),
+    [
+        # 0.0000001 of the currency is 0.0001 thousandths: any cost counts.
+        ("0.1", 1_000, 1, 1),
+        ("0.000001", 1_000_000, 1, 1),
+        # Exact costs count exactly: 30 x 0.1 millionths is 3.0000000000000004 as doubles.
+        ("0.1", 1_000_000, 30, 3),
+        ("10", 1_000, 500, 5),
+        ("10", 1_000, 501, 6),
+        # Nothing used, nothing counted; and a free backend counts nothing.
+        ("10", 1_000, 0, 0),
+        ("0", 1_000_000, 1000, 0),
+    ],
+)
+def test_a_response_counts_its_cost_rounded_up_so_a_cheap_one_is_never_free(
+    price: str, scale: int, output_tokens: int, expected: int
+) -> None:
+    assert output_priced(price, scale, output_tokens) == expected
+
+
+@pytest.mark.parametrize("scale", governance.COST_KEYS)
+def test_the_rounding_up_is_exact_for_every_price_and_token_count(scale: int) -> None:
+    # Integer arithmetic within uint64 up to AI Gateway's largest token
+    # counts (uint32) at the largest price: never an overflow, never an ulp.
+    most = 2**32 - 1
+    prices = ["9999999.999999", "0.000001", "2.5", "0.15", "0.075", "1234.567891"]
+    for price in prices:
+        pricing = Pricing(input_tokens=price, cached_input_tokens="0.3", output_tokens=price)
+        expression = governance.cost_expression([(0, pricing)], scale)
+        for input_tokens, cached, output in [(most, most - 1, most), (7, 3, 1), (1, 0, 0)]:
+            tokens = {
+                "input_tokens": input_tokens,
+                "cached_input_tokens": cached,
+                "output_tokens": output,
+            }
+            priced = (input_tokens - cached + output) * Decimal(price) + cached * Decimal("0.3")
+            exact = math.ceil(priced * scale / governance.PER_MILLION)
+            assert evaluate(expression, ref(0), tokens) == exact, (price, tokens)
 
 
 def test_cached_tokens_above_the_input_count_never_go_negative() -> None:

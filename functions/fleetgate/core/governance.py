@@ -218,46 +218,67 @@ def rate_limit_rules(limits: Sequence[ResolvedLimit], *, shared: bool) -> list[d
 # --- cost ------------------------------------------------------------------------
 
 
-def _cel_double(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return text if "." in text else f"{text}.0"
+# A price is a decimal of at most six places per 1,000,000 tokens (Decimal6), so
+# in millionths of the currency it is a whole number of 10^-12 per token.
+PRICE_UNITS_PER_TOKEN: Final = 10**12
 
 
-def _priced_tokens(pricing: Pricing, scale: int) -> str:
-    """CEL: one response's cost in 1/scale of the currency, at ``pricing``, as a double."""
+def _token_terms(pricing: Pricing) -> list[tuple[str, int]]:
+    """(CEL uint of a token count, its price in 10^-12 of the currency per token)."""
 
-    def per_token(price: str) -> str:
-        return _cel_double(Decimal(price) * scale / PER_MILLION)
+    def units(price: str) -> int:
+        return int(Decimal(price) * PER_MILLION)
 
     cached_price = pricing.cached_input_tokens or pricing.input_tokens
     # AI Gateway's input tokens include the cached ones (internal/translator/
     # anthropic_helper.go:921-930, openai_completions.go:114-124 at v1.1.0).
     uncached = "(input_tokens > cached_input_tokens ? input_tokens - cached_input_tokens : 0u)"
-    return (
-        f"double({uncached}) * {per_token(pricing.input_tokens)}"
-        f" + double(cached_input_tokens) * {per_token(cached_price)}"
-        f" + double(output_tokens) * {per_token(pricing.output_tokens)}"
-    )
+    return [
+        (uncached, units(pricing.input_tokens)),
+        ("cached_input_tokens", units(cached_price)),
+        ("output_tokens", units(pricing.output_tokens)),
+    ]
+
+
+def _priced_tokens(pricing: Pricing, scale: int) -> str:
+    """CEL: one response's cost in 1/scale of the currency at ``pricing``, rounded up, a uint.
+
+    Integers only, so the ceiling is exact: AI Gateway's CEL has no math.ceil
+    (its environment enables no extension library, internal/llmcostcel/
+    cel.go:32-44 at v1.1.0), and a ceiling of a double would count an exact
+    cost whose double lands an ulp above it one unit too many. Each price per
+    token is ``whole + part/denominator`` units; the whole units are added as
+    they are and the parts once, rounded up, so any cost above 0 counts at
+    least 1. Within uint64 for any token counts AI Gateway passes (uint32 each,
+    cel.go:71): three counts of below 2^32 times a part below 10^9 sum below
+    1.3 x 10^19, and the whole units below 3 x 2^32 x 10^7.
+    """
+    denominator = PRICE_UNITS_PER_TOKEN // scale
+    whole, parts = [], []
+    for tokens, price in _token_terms(pricing):
+        units, part = divmod(price, denominator)
+        whole += [f"{tokens} * {units}u"] if units else []
+        parts += [f"{tokens} * {part}u"] if part else []
+    terms = [*whole]
+    if parts:
+        terms.append(f"({' + '.join(parts)} + {denominator - 1}u) / {denominator}u")
+    return " + ".join(terms) or "0u"
 
 
 def cost_expression(priced: Sequence[tuple[int, Pricing]], scale: int) -> str:
-    """CEL AI Gateway evaluates per response: its cost in 1/scale of the currency.
+    """CEL AI Gateway evaluates per response: its cost in 1/scale of the currency, rounded up.
 
     ``priced``: (index among the route rule's backendRefs, pricing). AI Gateway
     names the backend that answered ``<namespace>/<backend>/route/<route>/
     rule/<i>/ref/<j>`` (internal/internalapi/internalapi.go:143-145, v1.1.0);
     the ref index picks its price. Any other backend costs 0.
     """
-    if not priced:
-        return "0u"
-    expression = "0.0"
+    expression = "0u"
     for index, pricing in reversed(priced):
         expression = (
             f'backend.endsWith("/ref/{index}") ? {_priced_tokens(pricing, scale)} : {expression}'
         )
-    # To the nearest unit: unbiased over many requests, and exact as a double
-    # for any cost a 32-bit counter can hold (a ceiling's "+ 0.999…" is not).
-    return f"uint(({expression}) + 0.5)"
+    return expression
 
 
 def llm_request_costs(priced: Sequence[tuple[int, Pricing]]) -> list[dict[str, str]]:

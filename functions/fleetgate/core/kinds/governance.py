@@ -65,8 +65,8 @@ class Allowance(Model):
         },
     )
     """Cost per period, a decimal in the currency of the endpoints' spec.pricing, counted as each
-    response ends (in millionths up to 4294.967295, above that in thousandths, each response to
-    the nearest unit). At most 4294967.295."""
+    response ends (in millionths up to 4294.967295, above that in thousandths, each response
+    rounded up, so any response that costs anything counts). At most 4294967.295."""
     per: Period
     """The window the amount is for. Windows are fixed, counted from the Unix epoch as Envoy's
     rate-limit service keeps them (src/utils/utilities.go:20-39): a Day starts at 00:00 UTC, a
