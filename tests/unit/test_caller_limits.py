@@ -22,7 +22,13 @@ from celpy import celtypes
 
 from fleetgate.core import governance
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
-from fleetgate.core.kinds.governance import COST_MAX, CallerLimit, Pricing, ResolvedLimit
+from fleetgate.core.kinds.governance import (
+    COST_MAX,
+    RESOLVED_CALLERS_MAX,
+    CallerLimit,
+    Pricing,
+    ResolvedLimit,
+)
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
@@ -170,6 +176,32 @@ def test_a_limit_narrowed_to_a_missing_group_limits_nobody_and_says_which_field(
     assert "rateLimit" not in manifest(route_of(out), CALLER_TRAFFIC_KEY)["spec"]
 
 
+def bulk_group(count: int) -> list[str]:
+    return [f"caller-{i:05d}" for i in range(count)]
+
+
+def widened(field: str, count: int) -> str:
+    """What a limit narrowed to ``count`` callers, too many, says of itself."""
+    return (
+        f"{field} resolves to {count} callers, more than {RESOLVED_CALLERS_MAX}: "
+        "it applies to every caller"
+    )
+
+
+def test_a_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
+    keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
+    limit = {"requests": 5, "per": "Minute", "groups": ["bulk"]}
+    out = run(compose, request(limited([limit]), required=with_group("bulk", keys)))
+    assert out.fatal == []
+    (resolved,) = model_routes(out)["public"]["spec"]["access"]["limits"]
+    assert "callers" not in resolved, "stricter than written: no caller escapes the limit"
+    (rule,) = rules(out)
+    assert rule["clientSelectors"] == [{"headers": [DISTINCT]}]
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "TooManyCallers")
+    assert widened("spec.access.limits[0]", len(keys)) in message
+
+
 def test_without_limits_the_route_has_refusal_bodies_and_no_rate_limit() -> None:
     xr = copy.deepcopy(CANARY)
     xr["spec"]["access"] = {"callers": ["ci"]}
@@ -229,6 +261,20 @@ def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
         # One counter per caller across all the gateway's routes.
         "shared": True,
     }
+
+
+def test_a_gateway_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
+    keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
+    limits = [{"requests": 600, "per": "Minute"}, {"tokens": 10, "per": "Day", "groups": ["bulk"]}]
+    auth = {**gw_support.FULL_SPEC["auth"], "limits": limits}
+    bulk = [secret("bulk", SYSTEM_NAMESPACE, dict.fromkeys(keys, "never-read"))]
+    out = gw_support.fleet(full=True, auth=auth).with_(groups={"bulk": bulk}).settled()
+    assert out.fatal == []
+    policy = gw_support.manifest(out.desired["failover-policy"])
+    _, tokens = policy["spec"]["rateLimit"]["global"]["rules"]
+    assert tokens["clientSelectors"] == [{"headers": [DISTINCT]}]
+    assert tokens["limit"] == {"requests": 10, "unit": "Day"}
+    assert widened("spec.auth.limits[1]", len(keys)) in out.warnings
 
 
 def test_a_gateway_without_limits_has_no_rate_limit() -> None:

@@ -67,12 +67,20 @@ def require_groups(rec: Reconcile, groups: Iterable[str]) -> dict[str, list[Secr
     }
 
 
+class Problem(NamedTuple):
+    """Why some of a field could not be taken as written, naming the field."""
+
+    # CallersMissing: a group's Secret does not exist; TooManyCallers: more
+    # callers than RESOLVED_CALLERS_MAX.
+    reason: str
+    message: str
+
+
 class Callers(NamedTuple):
     """Caller identities resolved from names and groups, and what could not be read."""
 
     callers: list[str]
-    # Why some could not be resolved, each naming its field.
-    problems: list[str]
+    problems: list[Problem]
 
 
 def resolve_callers(
@@ -81,11 +89,13 @@ def resolve_callers(
     groups: Sequence[str],
     found: Mapping[str, Sequence[SecretKeys]],
 ) -> Callers:
-    """``named`` and every key of each group's Secret, sorted, at most RESOLVED_CALLERS_MAX.
+    """``named`` and every key of each group's Secret, sorted, however many.
 
     ``found`` holds, per group name, the Secrets Crossplane found by that name
     (none when it does not exist). A missing group adds nobody: it never opens
     anything. Sorted, so a policy never changes with Crossplane's listing order.
+    What to do with more than RESOLVED_CALLERS_MAX is the caller's to decide:
+    an allow-list is cut (the rest are denied), a limit widened (``resolve_limits``).
     """
     callers = set(named)
     problems = []
@@ -93,19 +103,15 @@ def resolve_callers(
         secrets = found.get(group) or ()
         if not secrets:
             problems.append(
-                f"{field}.groups[{i}]: Secret {SYSTEM_NAMESPACE}/{group} not found; "
-                "its callers are left out"
+                Problem(
+                    "CallersMissing",
+                    f"{field}.groups[{i}]: Secret {SYSTEM_NAMESPACE}/{group} not found; "
+                    "its callers are left out",
+                )
             )
         for secret in secrets:
             callers.update(secret.keys)
-    resolved = sorted(callers)
-    if len(resolved) > RESOLVED_CALLERS_MAX:
-        problems.append(
-            f"{field} resolves to {len(resolved)} callers, more than {RESOLVED_CALLERS_MAX}: "
-            f"only the first {RESOLVED_CALLERS_MAX} by name are included"
-        )
-        resolved = resolved[:RESOLVED_CALLERS_MAX]
-    return Callers(resolved, problems)
+    return Callers(sorted(callers), problems)
 
 
 def limit_groups(limits: Sequence[CallerLimit]) -> list[str]:
@@ -115,17 +121,33 @@ def limit_groups(limits: Sequence[CallerLimit]) -> list[str]:
 
 def resolve_limits(
     field: str, limits: Sequence[CallerLimit], found: Mapping[str, Sequence[SecretKeys]]
-) -> tuple[list[ResolvedLimit], list[str]]:
-    """Each limit with its narrowing resolved to callers (None: every caller), and problems."""
+) -> tuple[list[ResolvedLimit], list[Problem]]:
+    """Each limit with its narrowing resolved to callers (None: every caller), and problems.
+
+    A limit narrowed to more than RESOLVED_CALLERS_MAX callers applies to every
+    caller: stricter than written, never looser. Cut to the first ones instead,
+    the rest would escape it.
+    """
     resolved, problems = [], []
     for i, limit in enumerate(limits):
         amount = limit.model_dump(include={"requests", "tokens", "cost", "per"})
         callers: list[str] | None = None
         if limit.narrowed:
-            callers, missing = resolve_callers(f"{field}[{i}]", limit.callers, limit.groups, found)
+            where = f"{field}[{i}]"
+            callers, missing = resolve_callers(where, limit.callers, limit.groups, found)
             problems += missing
+            if len(callers) > RESOLVED_CALLERS_MAX:
+                problems.append(too_many_callers(where, len(callers), "it applies to every caller"))
+                callers = None
         resolved.append(ResolvedLimit(**amount, callers=callers))
     return resolved, problems
+
+
+def too_many_callers(field: str, count: int, outcome: str) -> Problem:
+    return Problem(
+        "TooManyCallers",
+        f"{field} resolves to {count} callers, more than {RESOLVED_CALLERS_MAX}: {outcome}",
+    )
 
 
 # --- rate limits -----------------------------------------------------------------
