@@ -34,10 +34,11 @@ from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_TRAFFIC_KEY,
 )
+from tests.support import Outcome, request, run, secret
 from tests.support import inference_gateway as gw_support
-from tests.support import request, run, secret
 from tests.support.model_service import (
     CANARY,
+    as_observed,
     canary_fleet,
     entry,
     fleet,
@@ -176,8 +177,17 @@ def test_a_limit_narrowed_to_a_missing_group_limits_nobody_and_says_which_field(
     assert "rateLimit" not in manifest(route_of(out), CALLER_TRAFFIC_KEY)["spec"]
 
 
-def bulk_group(count: int) -> list[str]:
-    return [f"caller-{i:05d}" for i in range(count)]
+# A limit for everyone, and one narrowed to the keys of the group "bulk".
+BULK_LIMITS = [{"requests": 60, "per": "Minute"}, {"tokens": 10, "per": "Day", "groups": ["bulk"]}]
+
+
+def bulk_group(count: int, length: int = 12) -> list[str]:
+    """``count`` caller names of ``length`` characters."""
+    return [f"{i:05d}".ljust(length, "x") for i in range(count)]
+
+
+def service_with_bulk(keys: list[str]) -> Outcome:
+    return run(compose, request(limited(BULK_LIMITS), required=with_group("bulk", keys)))
 
 
 def widened(field: str, count: int) -> str:
@@ -190,16 +200,61 @@ def widened(field: str, count: int) -> str:
 
 def test_a_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
     keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
-    limit = {"requests": 5, "per": "Minute", "groups": ["bulk"]}
-    out = run(compose, request(limited([limit]), required=with_group("bulk", keys)))
+    out = service_with_bulk(keys)
     assert out.fatal == []
-    (resolved,) = model_routes(out)["public"]["spec"]["access"]["limits"]
+    _, resolved = model_routes(out)["public"]["spec"]["access"]["limits"]
     assert "callers" not in resolved, "stricter than written: no caller escapes the limit"
-    (rule,) = rules(out)
+    _, rule = rules(out)
     assert rule["clientSelectors"] == [{"headers": [DISTINCT]}]
     status, reason, message = out.conditions["AccessResolved"]
     assert (status, reason) == ("False", "TooManyCallers")
-    assert widened("spec.access.limits[0]", len(keys)) in message
+    assert widened("spec.access.limits[1]", len(keys)) in message
+
+
+# Four names of 250 characters fill one 1024-character match: 4 x 255 of them
+# take 255 rules, with the limit for everyone Envoy Gateway's 256.
+LONG = 250
+FITS = 4 * 255
+
+
+def too_many_rules(field: str) -> str:
+    """What limits taking one rule more than a policy holds say of themselves."""
+    return (
+        f"{field} take 257 rate-limit rules ([0]: 1, [1]: 256), more than the 256 Envoy "
+        "Gateway takes in one BackendTrafficPolicy"
+    )
+
+
+def test_limits_taking_as_many_rules_as_a_policy_holds_are_composed() -> None:
+    out = service_with_bulk(bulk_group(FITS, LONG))
+    assert out.conditions["AccessResolved"][:2] == ("True", "Resolved")
+    assert len(rules(out)) == 256
+
+
+def test_limits_taking_more_rules_than_a_policy_holds_never_serve_a_new_route() -> None:
+    out = service_with_bulk(bulk_group(FITS + 1, LONG))
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.access.limits") in message
+    route = route_of(out)
+    # The API server would refuse the policy and the route serve without limits.
+    assert route.desired == {}, "not served rather than served without its limits"
+    status, reason, message = route.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.access.limits") in message
+    assert message.endswith("on InferenceGateway public is not served until they fit")
+
+
+def test_limits_taking_more_rules_than_a_policy_holds_keep_the_routes_policy() -> None:
+    before = route_of(service_with_bulk(bulk_group(FITS, LONG)))
+    after = route_of(service_with_bulk(bulk_group(FITS + 1, LONG)), "public", **as_observed(before))
+    kept = manifest(after, CALLER_TRAFFIC_KEY)
+    assert kept == manifest(before, CALLER_TRAFFIC_KEY)
+    assert len(kept["spec"]["rateLimit"]["global"]["rules"]) == 256
+    assert set(after.desired) == set(before.desired), "everything else still composed"
+    status, reason, message = after.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert message.endswith("keeps the BackendTrafficPolicy composed before until they fit")
 
 
 def test_without_limits_the_route_has_refusal_bodies_and_no_rate_limit() -> None:
@@ -263,18 +318,45 @@ def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
     }
 
 
+def gateway_with_bulk(keys: list[str]) -> gw_support.Fleet:
+    auth = {**gw_support.FULL_SPEC["auth"], "limits": BULK_LIMITS}
+    bulk = [secret("bulk", SYSTEM_NAMESPACE, dict.fromkeys(keys, "never-read"))]
+    return gw_support.fleet(full=True, auth=auth).with_(groups={"bulk": bulk})
+
+
 def test_a_gateway_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
     keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
-    limits = [{"requests": 600, "per": "Minute"}, {"tokens": 10, "per": "Day", "groups": ["bulk"]}]
-    auth = {**gw_support.FULL_SPEC["auth"], "limits": limits}
-    bulk = [secret("bulk", SYSTEM_NAMESPACE, dict.fromkeys(keys, "never-read"))]
-    out = gw_support.fleet(full=True, auth=auth).with_(groups={"bulk": bulk}).settled()
+    out = gateway_with_bulk(keys).settled()
     assert out.fatal == []
     policy = gw_support.manifest(out.desired["failover-policy"])
     _, tokens = policy["spec"]["rateLimit"]["global"]["rules"]
     assert tokens["clientSelectors"] == [{"headers": [DISTINCT]}]
     assert tokens["limit"] == {"requests": 10, "unit": "Day"}
     assert widened("spec.auth.limits[1]", len(keys)) in out.warnings
+
+
+def test_gateway_limits_taking_more_rules_than_a_policy_holds_never_serve_a_new_gateway() -> None:
+    out = gateway_with_bulk(bulk_group(FITS + 1, LONG)).settled()
+    assert out.fatal == []
+    assert {"gateway", "failover-policy", "caller-auth"}.isdisjoint(out.desired)
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.auth.limits") in message
+    assert message.endswith("InferenceGateway public is not served until they fit")
+    assert message in out.warnings
+
+
+def test_gateway_limits_taking_more_rules_than_a_policy_holds_keep_its_failover_policy() -> None:
+    before = gateway_with_bulk(bulk_group(FITS, LONG)).settled()
+    after = gateway_with_bulk(bulk_group(FITS + 1, LONG)).run(gw_support.echo(before))
+    kept = gw_support.manifest(after.desired["failover-policy"])
+    assert kept == gw_support.manifest(before.desired["failover-policy"])
+    assert kept["spec"]["retry"]["numRetries"] == 2, "retries and outlier detection stay"
+    assert len(kept["spec"]["rateLimit"]["global"]["rules"]) == 256
+    assert set(after.desired) == set(before.desired), "everything else still composed"
+    status, reason, message = after.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert message.endswith("keeps the BackendTrafficPolicy composed before until they fit")
 
 
 def test_a_gateway_without_limits_has_no_rate_limit() -> None:

@@ -33,6 +33,7 @@ from fleetgate.core.constants import (
 from fleetgate.core.kinds.governance import (
     COST_SCALES,
     LIMIT_AMOUNT_MAX,
+    RATE_LIMIT_RULES_MAX,
     RESOLVED_CALLERS_MAX,
     Allowance,
     CallerLimit,
@@ -42,6 +43,7 @@ from fleetgate.core.kinds.governance import (
 from fleetgate.core.names import resource_key
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
+from fleetgate.core.verdict import Verdict
 
 # The metadata key of each cost counter, finest first (see COST_SCALES).
 COST_KEYS: Final = dict(zip(COST_SCALES, (COST_KEY, COST_MILLI_KEY), strict=True))
@@ -201,40 +203,97 @@ def rate_limit_rules(limits: Sequence[ResolvedLimit], *, shared: bool) -> list[d
     (a Gateway's policy); otherwise each route counts apart. A limit narrowed
     to no caller (its groups all missing) limits nobody and has no rule.
     """
+    return [rule for limit in limits for rule in _limit_rules(limit, shared=shared)]
+
+
+def _limit_rules(limit: ResolvedLimit, *, shared: bool) -> list[dict[str, Any]]:
+    """One limit's rules: one, or one per MATCH_VALUE_MAX of its callers' names."""
+    amount, metadata_key = counter(limit)
+    distinct = {"name": CALLER_HEADER, "type": "Distinct"}
+    narrowing: list[list[dict[str, Any]]] = (
+        [[]]
+        if limit.callers is None
+        else [
+            [{"name": CALLER_HEADER, "type": "RegularExpression", "value": p}]
+            for p in _caller_patterns(limit.callers)
+        ]
+    )
     rules = []
-    for limit in limits:
-        amount, metadata_key = counter(limit)
-        distinct = {"name": CALLER_HEADER, "type": "Distinct"}
-        narrowing: list[list[dict[str, Any]]] = (
-            [[]]
-            if limit.callers is None
-            else [
-                [{"name": CALLER_HEADER, "type": "RegularExpression", "value": p}]
-                for p in _caller_patterns(limit.callers)
-            ]
-        )
-        for headers in narrowing:
-            rule: dict[str, Any] = {
-                "clientSelectors": [{"headers": [*headers, distinct]}],
-                "limit": {"requests": amount, "unit": limit.per},
-            }
-            if metadata_key is not None:
-                rule["cost"] = {
-                    # Checked, not counted, as the request arrives: a caller
-                    # already over its budget is refused.
-                    "request": {"from": "Number", "number": 0},
-                    "response": {
-                        "from": "Metadata",
-                        "metadata": {
-                            "namespace": AI_GATEWAY_METADATA_NAMESPACE,
-                            "key": metadata_key,
-                        },
+    for headers in narrowing:
+        rule: dict[str, Any] = {
+            "clientSelectors": [{"headers": [*headers, distinct]}],
+            "limit": {"requests": amount, "unit": limit.per},
+        }
+        if metadata_key is not None:
+            rule["cost"] = {
+                # Checked, not counted, as the request arrives: a caller
+                # already over its budget is refused.
+                "request": {"from": "Number", "number": 0},
+                "response": {
+                    "from": "Metadata",
+                    "metadata": {
+                        "namespace": AI_GATEWAY_METADATA_NAMESPACE,
+                        "key": metadata_key,
                     },
-                }
-            if shared:
-                rule["shared"] = True
-            rules.append(rule)
+                },
+            }
+        if shared:
+            rule["shared"] = True
+        rules.append(rule)
     return rules
+
+
+TOO_MANY_RULES: Final = "TooManyRateLimitRules"
+
+
+def too_many_rules(field: str, limits: Sequence[ResolvedLimit]) -> str | None:
+    """Why the limits would not fit one BackendTrafficPolicy, naming the field and the
+    counts; None when they fit.
+
+    Their rules are the policy's whole rateLimit.global.rules: a gateway's
+    policy holds only spec.auth.limits, a route's only its service's
+    spec.access.limits (each object is validated on its own).
+    """
+    counts = [len(_limit_rules(limit, shared=False)) for limit in limits]
+    if sum(counts) <= RATE_LIMIT_RULES_MAX:
+        return None
+    each = ", ".join(f"[{i}]: {n}" for i, n in enumerate(counts))
+    return (
+        f"{field} take {sum(counts)} rate-limit rules ({each}), more than the "
+        f"{RATE_LIMIT_RULES_MAX} Envoy Gateway takes in one BackendTrafficPolicy (a limit "
+        f"narrowed to callers takes one rule per {MATCH_VALUE_MAX} characters of their names): "
+        "narrow to fewer callers, or to none"
+    )
+
+
+class Held(NamedTuple):
+    """Limits refused for their rule count: what the condition says, and whether the policy
+    composed before was kept."""
+
+    verdict: Verdict
+    kept: bool
+
+
+def hold_rate_limits(
+    rec: Reconcile, key: str, field: str, limits: Sequence[ResolvedLimit], what: str
+) -> Held | None:
+    """None when the limits fit one policy; otherwise the policy composed before under ``key``
+    is kept, and the Verdict says so (or, with none to keep, that ``what`` is not served).
+
+    The API server refuses a policy over the count whole: composed anyway, the
+    route or gateway would serve without any of its limits, and a gateway
+    without its retries, outlier detection and refusal bodies too.
+    """
+    why = too_many_rules(field, limits)
+    if why is None:
+        return None
+    kept = rec.keep(key)
+    outcome = (
+        f"{what} keeps the BackendTrafficPolicy composed before until they fit"
+        if kept
+        else f"{what} is not served until they fit"
+    )
+    return Held(Verdict("False", TOO_MANY_RULES, f"{why}; {outcome}", warn=True), kept)
 
 
 # --- cost ------------------------------------------------------------------------

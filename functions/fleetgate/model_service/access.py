@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from fleetgate.core.governance import (
+    TOO_MANY_RULES,
     Problem,
     limit_groups,
     resolve_callers,
     resolve_limits,
     too_many_callers,
+    too_many_rules,
 )
 from fleetgate.core.kinds.governance import RESOLVED_CALLERS_MAX, ResolvedLimit
 from fleetgate.core.kinds.service import ServiceAccess
@@ -55,4 +57,10 @@ def resolve(access: ServiceAccess, found: Mapping[str, Sequence[SecretKeys]]) ->
         problems.append(too_many_callers(FIELD, len(callers), outcome))
         callers = callers[:RESOLVED_CALLERS_MAX]
     limits, more = resolve_limits(f"{FIELD}.limits", access.limits, found)
+    # Each ModelRoute refuses them too (it composes the policy); said here, where
+    # they are written.
+    too_many = too_many_rules(f"{FIELD}.limits", limits)
+    if too_many is not None:
+        outcome = "each gateway's route keeps the limits it had, a new route is not served"
+        more.append(Problem(TOO_MANY_RULES, f"{too_many}; {outcome}"))
     return Access(callers, limits, [*problems, *more])
