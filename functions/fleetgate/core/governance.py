@@ -252,7 +252,10 @@ def too_many_rules(field: str, limits: Sequence[ResolvedLimit]) -> str | None:
 
     Their rules are the policy's whole rateLimit.global.rules: a gateway's
     policy holds only spec.auth.limits, a route's only its service's
-    spec.access.limits (each object is validated on its own).
+    spec.access.limits. The API server validates each object on its own;
+    Envoy Gateway merges a route's rules with its gateway's in the translator
+    and counts them nowhere (internal/gatewayapi/backendtrafficpolicy.go:
+    845-890, 1038-1052 at v1.8.3), so only each list's own length is bounded.
     """
     counts = [len(_limit_rules(limit, shared=False)) for limit in limits]
     if sum(counts) <= RATE_LIMIT_RULES_MAX:
