@@ -107,7 +107,8 @@ class CallerLimit(Allowance):
         },
     )
     """Only the keys of these caller-key Secrets in fleetgate-system (each caller separately). A
-    Secret that is missing narrows to nobody (the condition says so)."""
+    Secret that is missing narrows to nobody (the condition says so). Narrowed to more than 4096
+    callers with callers, the limit applies to every caller instead (reason TooManyCallers)."""
 
     @property
     def narrowed(self) -> bool:
