@@ -20,10 +20,12 @@ import celpy
 import pytest
 from celpy import celtypes
 
+from e2e import validate
 from fleetgate.core import governance
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.governance import (
     COST_MAX,
+    RATE_LIMIT_RULES_MAX,
     RESOLVED_CALLERS_MAX,
     CallerLimit,
     Pricing,
@@ -229,6 +231,18 @@ def test_limits_taking_as_many_rules_as_a_policy_holds_are_composed() -> None:
     out = service_with_bulk(bulk_group(FITS, LONG))
     assert out.conditions["AccessResolved"][:2] == ("True", "Resolved")
     assert len(rules(out)) == 256
+
+
+@pytest.mark.crossplane_cli
+def test_envoy_gateways_crd_takes_the_most_rules_composed_and_not_one_more() -> None:
+    # The bound is the pinned CRD's, checked by the real validator.
+    policy = manifest(route_of(service_with_bulk(bulk_group(FITS, LONG))), CALLER_TRAFFIC_KEY)
+    found = policy["spec"]["rateLimit"]["global"]["rules"]
+    assert len(found) == RATE_LIMIT_RULES_MAX
+    assert validate.validate([policy]) == []
+    found.append(found[0])
+    (error,) = validate.validate([policy])
+    assert f"spec.rateLimit.global.rules: Too many: {RATE_LIMIT_RULES_MAX + 1}" in error
 
 
 def test_limits_taking_more_rules_than_a_policy_holds_never_serve_a_new_route() -> None:
