@@ -303,8 +303,8 @@ def hold_rate_limits(
 
 
 # A price is a decimal of at most six places per 1,000,000 tokens (Decimal6), so
-# in millionths of the currency it is a whole number of 10^-12 per token.
-PRICE_UNITS_PER_TOKEN: Final = 10**12
+# per token it is a whole number of 10^-12 of the currency: this many make one.
+PRICE_UNITS_PER_CURRENCY: Final = 10**12
 
 
 def _token_terms(pricing: Pricing) -> list[tuple[str, int]]:
@@ -337,7 +337,7 @@ def _priced_tokens(pricing: Pricing, scale: int) -> str:
     cel.go:71): three counts of below 2^32 times a part below 10^9 sum below
     1.3 x 10^19, and the whole units below 3 x 2^32 x 10^7.
     """
-    denominator = PRICE_UNITS_PER_TOKEN // scale
+    denominator = PRICE_UNITS_PER_CURRENCY // scale
     whole, parts = [], []
     for tokens, price in _token_terms(pricing):
         units, part = divmod(price, denominator)
