@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from fleetgate.core import names
+from fleetgate.core.governance import group_key
 from fleetgate.inference_gateway.composer import compose
 from sim import controllers, pki
 from tests.support import Outcome, next_pass, request, run, secret, settle
@@ -110,6 +111,8 @@ class Fleet:
     gateways: list[Obj] | None
     callers: list[Obj] | None = None
     tls: dict[str, list[Obj] | None] = field(default_factory=dict)
+    # The caller groups spec.auth.limits narrow to: their Secrets, by group name.
+    groups: dict[str, list[Obj] | None] = field(default_factory=dict)
 
     def required(self) -> dict[str, list[Obj]]:
         found: dict[str, list[Obj] | None] = {
@@ -119,6 +122,7 @@ class Fleet:
             "caller-secrets": self.callers,
         }
         found |= {f"tls-secret-{n}": items for n, items in self.tls.items()}
+        found |= {group_key(n): items for n, items in self.groups.items()}
         return {k: v for k, v in found.items() if v is not None}
 
     def with_(self, **changes: Any) -> "Fleet":

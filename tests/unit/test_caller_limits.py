@@ -12,6 +12,7 @@ service (make e2e).
 
 import copy
 import json
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -19,18 +20,27 @@ import celpy
 import pytest
 from celpy import celtypes
 
+from e2e import validate
 from fleetgate.core import governance
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
-from fleetgate.core.kinds.governance import COST_MAX, CallerLimit, Pricing, ResolvedLimit
+from fleetgate.core.kinds.governance import (
+    COST_MAX,
+    RATE_LIMIT_RULES_MAX,
+    RESOLVED_CALLERS_MAX,
+    CallerLimit,
+    Pricing,
+    ResolvedLimit,
+)
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
     CALLER_TRAFFIC_KEY,
 )
+from tests.support import Outcome, request, run, secret
 from tests.support import inference_gateway as gw_support
-from tests.support import request, run, secret
 from tests.support.model_service import (
     CANARY,
+    as_observed,
     canary_fleet,
     entry,
     fleet,
@@ -169,6 +179,98 @@ def test_a_limit_narrowed_to_a_missing_group_limits_nobody_and_says_which_field(
     assert "rateLimit" not in manifest(route_of(out), CALLER_TRAFFIC_KEY)["spec"]
 
 
+# A limit for everyone, and one narrowed to the keys of the group "bulk".
+BULK_LIMITS = [{"requests": 60, "per": "Minute"}, {"tokens": 10, "per": "Day", "groups": ["bulk"]}]
+
+
+def bulk_group(count: int, length: int = 12) -> list[str]:
+    """``count`` caller names of ``length`` characters."""
+    return [f"{i:05d}".ljust(length, "x") for i in range(count)]
+
+
+def service_with_bulk(keys: list[str]) -> Outcome:
+    return run(compose, request(limited(BULK_LIMITS), required=with_group("bulk", keys)))
+
+
+def widened(field: str, count: int) -> str:
+    """What a limit narrowed to ``count`` callers, too many, says of itself."""
+    return (
+        f"{field} resolves to {count} callers, more than {RESOLVED_CALLERS_MAX}: "
+        "it applies to every caller"
+    )
+
+
+def test_a_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
+    keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
+    out = service_with_bulk(keys)
+    assert out.fatal == []
+    _, resolved = model_routes(out)["public"]["spec"]["access"]["limits"]
+    assert "callers" not in resolved, "stricter than written: no caller escapes the limit"
+    _, rule = rules(out)
+    assert rule["clientSelectors"] == [{"headers": [DISTINCT]}]
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "TooManyCallers")
+    assert widened("spec.access.limits[1]", len(keys)) in message
+
+
+# Four names of 250 characters fill one 1024-character match: 4 x 255 of them
+# take 255 rules, with the limit for everyone Envoy Gateway's 256.
+LONG = 250
+FITS = 4 * 255
+
+
+def too_many_rules(field: str) -> str:
+    """What limits taking one rule more than a policy holds say of themselves."""
+    return (
+        f"{field} take 257 rate-limit rules ([0]: 1, [1]: 256), more than the 256 Envoy "
+        "Gateway takes in one BackendTrafficPolicy"
+    )
+
+
+def test_limits_taking_as_many_rules_as_a_policy_holds_are_composed() -> None:
+    out = service_with_bulk(bulk_group(FITS, LONG))
+    assert out.conditions["AccessResolved"][:2] == ("True", "Resolved")
+    assert len(rules(out)) == 256
+
+
+@pytest.mark.crossplane_cli
+def test_envoy_gateways_crd_takes_the_most_rules_composed_and_not_one_more() -> None:
+    # The bound is the pinned CRD's, checked by the real validator.
+    policy = manifest(route_of(service_with_bulk(bulk_group(FITS, LONG))), CALLER_TRAFFIC_KEY)
+    found = policy["spec"]["rateLimit"]["global"]["rules"]
+    assert len(found) == RATE_LIMIT_RULES_MAX
+    assert validate.validate([policy]) == []
+    found.append(found[0])
+    (error,) = validate.validate([policy])
+    assert f"spec.rateLimit.global.rules: Too many: {RATE_LIMIT_RULES_MAX + 1}" in error
+
+
+def test_limits_taking_more_rules_than_a_policy_holds_never_serve_a_new_route() -> None:
+    out = service_with_bulk(bulk_group(FITS + 1, LONG))
+    status, reason, message = out.conditions["AccessResolved"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.access.limits") in message
+    route = route_of(out)
+    # The API server would refuse the policy and the route serve without limits.
+    assert route.desired == {}, "not served rather than served without its limits"
+    status, reason, message = route.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.access.limits") in message
+    assert message.endswith("on InferenceGateway public is not served until they fit")
+
+
+def test_limits_taking_more_rules_than_a_policy_holds_keep_the_routes_policy() -> None:
+    before = route_of(service_with_bulk(bulk_group(FITS, LONG)))
+    after = route_of(service_with_bulk(bulk_group(FITS + 1, LONG)), "public", **as_observed(before))
+    kept = manifest(after, CALLER_TRAFFIC_KEY)
+    assert kept == manifest(before, CALLER_TRAFFIC_KEY)
+    assert len(kept["spec"]["rateLimit"]["global"]["rules"]) == 256
+    assert set(after.desired) == set(before.desired), "everything else still composed"
+    status, reason, message = after.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert message.endswith("keeps the BackendTrafficPolicy composed before until they fit")
+
+
 def test_without_limits_the_route_has_refusal_bodies_and_no_rate_limit() -> None:
     xr = copy.deepcopy(CANARY)
     xr["spec"]["access"] = {"callers": ["ci"]}
@@ -230,6 +332,47 @@ def test_a_gateway_limit_counts_each_caller_across_every_model() -> None:
     }
 
 
+def gateway_with_bulk(keys: list[str]) -> gw_support.Fleet:
+    auth = {**gw_support.FULL_SPEC["auth"], "limits": BULK_LIMITS}
+    bulk = [secret("bulk", SYSTEM_NAMESPACE, dict.fromkeys(keys, "never-read"))]
+    return gw_support.fleet(full=True, auth=auth).with_(groups={"bulk": bulk})
+
+
+def test_a_gateway_limit_narrowed_to_more_callers_than_resolve_applies_to_every_caller() -> None:
+    keys = bulk_group(RESOLVED_CALLERS_MAX + 1)
+    out = gateway_with_bulk(keys).settled()
+    assert out.fatal == []
+    policy = gw_support.manifest(out.desired["failover-policy"])
+    _, tokens = policy["spec"]["rateLimit"]["global"]["rules"]
+    assert tokens["clientSelectors"] == [{"headers": [DISTINCT]}]
+    assert tokens["limit"] == {"requests": 10, "unit": "Day"}
+    assert widened("spec.auth.limits[1]", len(keys)) in out.warnings
+
+
+def test_gateway_limits_taking_more_rules_than_a_policy_holds_never_serve_a_new_gateway() -> None:
+    out = gateway_with_bulk(bulk_group(FITS + 1, LONG)).settled()
+    assert out.fatal == []
+    assert {"gateway", "failover-policy", "caller-auth"}.isdisjoint(out.desired)
+    status, reason, message = out.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert too_many_rules("spec.auth.limits") in message
+    assert message.endswith("InferenceGateway public is not served until they fit")
+    assert message in out.warnings
+
+
+def test_gateway_limits_taking_more_rules_than_a_policy_holds_keep_its_failover_policy() -> None:
+    before = gateway_with_bulk(bulk_group(FITS, LONG)).settled()
+    after = gateway_with_bulk(bulk_group(FITS + 1, LONG)).run(gw_support.echo(before))
+    kept = gw_support.manifest(after.desired["failover-policy"])
+    assert kept == gw_support.manifest(before.desired["failover-policy"])
+    assert kept["spec"]["retry"]["numRetries"] == 2, "retries and outlier detection stay"
+    assert len(kept["spec"]["rateLimit"]["global"]["rules"]) == 256
+    assert set(after.desired) == set(before.desired), "everything else still composed"
+    status, reason, message = after.conditions["GatewayReady"]
+    assert (status, reason) == ("False", "TooManyRateLimitRules")
+    assert message.endswith("keeps the BackendTrafficPolicy composed before until they fit")
+
+
 def test_a_gateway_without_limits_has_no_rate_limit() -> None:
     assert gateway_rules() == []
 
@@ -289,8 +432,8 @@ TOKENS = {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 500
     [
         # 800 x 2.50 + 200 x 1.25 + 500 x 10 per million = 0.00725.
         (ref(1), 1_000_000, 7250),
-        # To the nearest thousandth.
-        (ref(1), 1_000, 7),
+        # 7.25 thousandths, rounded up.
+        (ref(1), 1_000, 8),
         # Cached tokens cost as input when not priced apart: 1000 x 0.15 + 500 x 0.6.
         (ref(3), 1_000_000, 450),
         # An unpriced backend costs nothing; /ref/1 is not /ref/10.
@@ -303,6 +446,54 @@ def test_the_cost_is_priced_by_the_backend_that_answered(
 ) -> None:
     expression = governance.cost_expression([(1, GPT), (3, SMALL)], scale)
     assert evaluate(expression, backend, TOKENS) == expected
+
+
+def output_priced(price: str, scale: int, output_tokens: int) -> int:
+    """What ``output_tokens`` at ``price`` per million count against a ``scale`` counter."""
+    expression = governance.cost_expression([(0, Pricing(output_tokens=price))], scale)
+    tokens = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": output_tokens}
+    return evaluate(expression, ref(0), tokens)
+
+
+@pytest.mark.parametrize(
+    ("price", "scale", "output_tokens", "expected"),
+    [
+        # 0.0000001 of the currency is 0.0001 thousandths: any cost counts.
+        ("0.1", 1_000, 1, 1),
+        ("0.000001", 1_000_000, 1, 1),
+        # Exact costs count exactly: 30 x 0.1 millionths is 3.0000000000000004 as doubles.
+        ("0.1", 1_000_000, 30, 3),
+        ("10", 1_000, 500, 5),
+        ("10", 1_000, 501, 6),
+        # Nothing used, nothing counted; and a free backend counts nothing.
+        ("10", 1_000, 0, 0),
+        ("0", 1_000_000, 1000, 0),
+    ],
+)
+def test_a_response_counts_its_cost_rounded_up_so_a_cheap_one_is_never_free(
+    price: str, scale: int, output_tokens: int, expected: int
+) -> None:
+    assert output_priced(price, scale, output_tokens) == expected
+
+
+@pytest.mark.parametrize("scale", governance.COST_KEYS)
+def test_the_rounding_up_is_exact_for_every_price_and_token_count(scale: int) -> None:
+    # Integer arithmetic within uint64 up to AI Gateway's largest token
+    # counts (uint32) at the largest price: never an overflow, never an ulp.
+    most = 2**32 - 1
+    prices = ["9999999.999999", "0.000001", "2.5", "0.15", "0.075", "1234.567891"]
+    for price in prices:
+        pricing = Pricing(input_tokens=price, cached_input_tokens="0.3", output_tokens=price)
+        expression = governance.cost_expression([(0, pricing)], scale)
+        for input_tokens, cached, output in [(most, most - 1, most), (7, 3, 1), (1, 0, 0)]:
+            tokens = {
+                "input_tokens": input_tokens,
+                "cached_input_tokens": cached,
+                "output_tokens": output,
+            }
+            priced = (input_tokens - cached + output) * Decimal(price) + cached * Decimal("0.3")
+            exact = math.ceil(priced * scale / governance.PER_MILLION)
+            assert evaluate(expression, ref(0), tokens) == exact, (price, tokens)
 
 
 def test_cached_tokens_above_the_input_count_never_go_negative() -> None:

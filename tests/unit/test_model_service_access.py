@@ -213,5 +213,8 @@ def test_more_callers_than_a_route_holds_are_cut_and_said() -> None:
     out = run(compose, request(restricted(groups=["bulk"]), required=with_groups(bulk=keys)))
     assert callers(out) == keys[:ROUTE_CALLERS_MAX], "fail closed: the rest may not call"
     status, reason, message = out.conditions["AccessResolved"]
-    assert (status, reason) == ("False", "CallersMissing")
-    assert f"more than {ROUTE_CALLERS_MAX}" in message
+    assert (status, reason) == ("False", "TooManyCallers")
+    assert (
+        f"spec.access resolves to {len(keys)} callers, more than {ROUTE_CALLERS_MAX}: only "
+        f"the first {ROUTE_CALLERS_MAX} by name may call, the rest are denied"
+    ) in message

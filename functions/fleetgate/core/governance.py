@@ -33,6 +33,7 @@ from fleetgate.core.constants import (
 from fleetgate.core.kinds.governance import (
     COST_SCALES,
     LIMIT_AMOUNT_MAX,
+    RATE_LIMIT_RULES_MAX,
     RESOLVED_CALLERS_MAX,
     Allowance,
     CallerLimit,
@@ -42,6 +43,7 @@ from fleetgate.core.kinds.governance import (
 from fleetgate.core.names import resource_key
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
+from fleetgate.core.verdict import Verdict
 
 # The metadata key of each cost counter, finest first (see COST_SCALES).
 COST_KEYS: Final = dict(zip(COST_SCALES, (COST_KEY, COST_MILLI_KEY), strict=True))
@@ -67,12 +69,20 @@ def require_groups(rec: Reconcile, groups: Iterable[str]) -> dict[str, list[Secr
     }
 
 
+class Problem(NamedTuple):
+    """Why some of a field could not be taken as written, naming the field."""
+
+    # CallersMissing: a group's Secret does not exist; TooManyCallers: more
+    # callers than RESOLVED_CALLERS_MAX.
+    reason: str
+    message: str
+
+
 class Callers(NamedTuple):
     """Caller identities resolved from names and groups, and what could not be read."""
 
     callers: list[str]
-    # Why some could not be resolved, each naming its field.
-    problems: list[str]
+    problems: list[Problem]
 
 
 def resolve_callers(
@@ -81,11 +91,13 @@ def resolve_callers(
     groups: Sequence[str],
     found: Mapping[str, Sequence[SecretKeys]],
 ) -> Callers:
-    """``named`` and every key of each group's Secret, sorted, at most RESOLVED_CALLERS_MAX.
+    """``named`` and every key of each group's Secret, sorted, however many.
 
     ``found`` holds, per group name, the Secrets Crossplane found by that name
     (none when it does not exist). A missing group adds nobody: it never opens
     anything. Sorted, so a policy never changes with Crossplane's listing order.
+    What to do with more than RESOLVED_CALLERS_MAX is the caller's to decide:
+    an allow-list is cut (the rest are denied), a limit widened (``resolve_limits``).
     """
     callers = set(named)
     problems = []
@@ -93,19 +105,15 @@ def resolve_callers(
         secrets = found.get(group) or ()
         if not secrets:
             problems.append(
-                f"{field}.groups[{i}]: Secret {SYSTEM_NAMESPACE}/{group} not found; "
-                "its callers are left out"
+                Problem(
+                    "CallersMissing",
+                    f"{field}.groups[{i}]: Secret {SYSTEM_NAMESPACE}/{group} not found; "
+                    "its callers are left out",
+                )
             )
         for secret in secrets:
             callers.update(secret.keys)
-    resolved = sorted(callers)
-    if len(resolved) > RESOLVED_CALLERS_MAX:
-        problems.append(
-            f"{field} resolves to {len(resolved)} callers, more than {RESOLVED_CALLERS_MAX}: "
-            f"only the first {RESOLVED_CALLERS_MAX} by name are included"
-        )
-        resolved = resolved[:RESOLVED_CALLERS_MAX]
-    return Callers(resolved, problems)
+    return Callers(sorted(callers), problems)
 
 
 def limit_groups(limits: Sequence[CallerLimit]) -> list[str]:
@@ -115,17 +123,33 @@ def limit_groups(limits: Sequence[CallerLimit]) -> list[str]:
 
 def resolve_limits(
     field: str, limits: Sequence[CallerLimit], found: Mapping[str, Sequence[SecretKeys]]
-) -> tuple[list[ResolvedLimit], list[str]]:
-    """Each limit with its narrowing resolved to callers (None: every caller), and problems."""
+) -> tuple[list[ResolvedLimit], list[Problem]]:
+    """Each limit with its narrowing resolved to callers (None: every caller), and problems.
+
+    A limit narrowed to more than RESOLVED_CALLERS_MAX callers applies to every
+    caller: stricter than written, never looser. Cut to the first ones instead,
+    the rest would escape it.
+    """
     resolved, problems = [], []
     for i, limit in enumerate(limits):
         amount = limit.model_dump(include={"requests", "tokens", "cost", "per"})
         callers: list[str] | None = None
         if limit.narrowed:
-            callers, missing = resolve_callers(f"{field}[{i}]", limit.callers, limit.groups, found)
+            where = f"{field}[{i}]"
+            callers, missing = resolve_callers(where, limit.callers, limit.groups, found)
             problems += missing
+            if len(callers) > RESOLVED_CALLERS_MAX:
+                problems.append(too_many_callers(where, len(callers), "it applies to every caller"))
+                callers = None
         resolved.append(ResolvedLimit(**amount, callers=callers))
     return resolved, problems
+
+
+def too_many_callers(field: str, count: int, outcome: str) -> Problem:
+    return Problem(
+        "TooManyCallers",
+        f"{field} resolves to {count} callers, more than {RESOLVED_CALLERS_MAX}: {outcome}",
+    )
 
 
 # --- rate limits -----------------------------------------------------------------
@@ -179,85 +203,166 @@ def rate_limit_rules(limits: Sequence[ResolvedLimit], *, shared: bool) -> list[d
     (a Gateway's policy); otherwise each route counts apart. A limit narrowed
     to no caller (its groups all missing) limits nobody and has no rule.
     """
+    return [rule for limit in limits for rule in _limit_rules(limit, shared=shared)]
+
+
+def _limit_rules(limit: ResolvedLimit, *, shared: bool) -> list[dict[str, Any]]:
+    """One limit's rules: one, or one per MATCH_VALUE_MAX of its callers' names."""
+    amount, metadata_key = counter(limit)
+    distinct = {"name": CALLER_HEADER, "type": "Distinct"}
+    narrowing: list[list[dict[str, Any]]] = (
+        [[]]
+        if limit.callers is None
+        else [
+            [{"name": CALLER_HEADER, "type": "RegularExpression", "value": p}]
+            for p in _caller_patterns(limit.callers)
+        ]
+    )
     rules = []
-    for limit in limits:
-        amount, metadata_key = counter(limit)
-        distinct = {"name": CALLER_HEADER, "type": "Distinct"}
-        narrowing: list[list[dict[str, Any]]] = (
-            [[]]
-            if limit.callers is None
-            else [
-                [{"name": CALLER_HEADER, "type": "RegularExpression", "value": p}]
-                for p in _caller_patterns(limit.callers)
-            ]
-        )
-        for headers in narrowing:
-            rule: dict[str, Any] = {
-                "clientSelectors": [{"headers": [*headers, distinct]}],
-                "limit": {"requests": amount, "unit": limit.per},
-            }
-            if metadata_key is not None:
-                rule["cost"] = {
-                    # Checked, not counted, as the request arrives: a caller
-                    # already over its budget is refused.
-                    "request": {"from": "Number", "number": 0},
-                    "response": {
-                        "from": "Metadata",
-                        "metadata": {
-                            "namespace": AI_GATEWAY_METADATA_NAMESPACE,
-                            "key": metadata_key,
-                        },
+    for headers in narrowing:
+        rule: dict[str, Any] = {
+            "clientSelectors": [{"headers": [*headers, distinct]}],
+            "limit": {"requests": amount, "unit": limit.per},
+        }
+        if metadata_key is not None:
+            rule["cost"] = {
+                # Checked, not counted, as the request arrives: a caller
+                # already over its budget is refused.
+                "request": {"from": "Number", "number": 0},
+                "response": {
+                    "from": "Metadata",
+                    "metadata": {
+                        "namespace": AI_GATEWAY_METADATA_NAMESPACE,
+                        "key": metadata_key,
                     },
-                }
-            if shared:
-                rule["shared"] = True
-            rules.append(rule)
+                },
+            }
+        if shared:
+            rule["shared"] = True
+        rules.append(rule)
     return rules
+
+
+TOO_MANY_RULES: Final = "TooManyRateLimitRules"
+
+
+def too_many_rules(field: str, limits: Sequence[ResolvedLimit]) -> str | None:
+    """Why the limits would not fit one BackendTrafficPolicy, naming the field and the
+    counts; None when they fit.
+
+    Their rules are the policy's whole rateLimit.global.rules: a gateway's
+    policy holds only spec.auth.limits, a route's only its service's
+    spec.access.limits. The API server validates each object on its own;
+    Envoy Gateway merges a route's rules with its gateway's in the translator
+    and counts them nowhere (internal/gatewayapi/backendtrafficpolicy.go:
+    845-890, 1038-1052 at v1.8.3), so only each list's own length is bounded.
+    """
+    counts = [len(_limit_rules(limit, shared=False)) for limit in limits]
+    if sum(counts) <= RATE_LIMIT_RULES_MAX:
+        return None
+    each = ", ".join(f"[{i}]: {n}" for i, n in enumerate(counts))
+    return (
+        f"{field} take {sum(counts)} rate-limit rules ({each}), more than the "
+        f"{RATE_LIMIT_RULES_MAX} Envoy Gateway takes in one BackendTrafficPolicy (a limit "
+        f"narrowed to callers takes one rule per {MATCH_VALUE_MAX} characters of their names): "
+        "narrow to fewer callers, or to none"
+    )
+
+
+class Held(NamedTuple):
+    """Limits refused for their rule count: what the condition says, and whether the policy
+    composed before was kept."""
+
+    verdict: Verdict
+    kept: bool
+
+
+def hold_rate_limits(
+    rec: Reconcile, key: str, field: str, limits: Sequence[ResolvedLimit], what: str
+) -> Held | None:
+    """None when the limits fit one policy; otherwise the policy composed before under ``key``
+    is kept, and the Verdict says so (or, with none to keep, that ``what`` is not served).
+
+    The API server refuses a policy over the count whole: composed anyway, the
+    route or gateway would serve without any of its limits, and a gateway
+    without its retries, outlier detection and refusal bodies too.
+    """
+    why = too_many_rules(field, limits)
+    if why is None:
+        return None
+    kept = rec.keep(key)
+    outcome = (
+        f"{what} keeps the BackendTrafficPolicy composed before until they fit"
+        if kept
+        else f"{what} is not served until they fit"
+    )
+    return Held(Verdict("False", TOO_MANY_RULES, f"{why}; {outcome}", warn=True), kept)
 
 
 # --- cost ------------------------------------------------------------------------
 
 
-def _cel_double(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return text if "." in text else f"{text}.0"
+# A price is a decimal of at most six places per 1,000,000 tokens (Decimal6), so
+# per token it is a whole number of 10^-12 of the currency: this many make one.
+PRICE_UNITS_PER_CURRENCY: Final = 10**12
 
 
-def _priced_tokens(pricing: Pricing, scale: int) -> str:
-    """CEL: one response's cost in 1/scale of the currency, at ``pricing``, as a double."""
+def _token_terms(pricing: Pricing) -> list[tuple[str, int]]:
+    """(CEL uint of a token count, its price in 10^-12 of the currency per token)."""
 
-    def per_token(price: str) -> str:
-        return _cel_double(Decimal(price) * scale / PER_MILLION)
+    def units(price: str) -> int:
+        return int(Decimal(price) * PER_MILLION)
 
     cached_price = pricing.cached_input_tokens or pricing.input_tokens
     # AI Gateway's input tokens include the cached ones (internal/translator/
     # anthropic_helper.go:921-930, openai_completions.go:114-124 at v1.1.0).
     uncached = "(input_tokens > cached_input_tokens ? input_tokens - cached_input_tokens : 0u)"
-    return (
-        f"double({uncached}) * {per_token(pricing.input_tokens)}"
-        f" + double(cached_input_tokens) * {per_token(cached_price)}"
-        f" + double(output_tokens) * {per_token(pricing.output_tokens)}"
-    )
+    return [
+        (uncached, units(pricing.input_tokens)),
+        ("cached_input_tokens", units(cached_price)),
+        ("output_tokens", units(pricing.output_tokens)),
+    ]
+
+
+def _priced_tokens(pricing: Pricing, scale: int) -> str:
+    """CEL: one response's cost in 1/scale of the currency at ``pricing``, rounded up, a uint.
+
+    Integers only, so the ceiling is exact: AI Gateway's CEL has no math.ceil
+    (its environment enables no extension library, internal/llmcostcel/
+    cel.go:32-44 at v1.1.0), and a ceiling of a double would count an exact
+    cost whose double lands an ulp above it one unit too many. Each price per
+    token is ``whole + part/denominator`` units; the whole units are added as
+    they are and the parts once, rounded up, so any cost above 0 counts at
+    least 1. Within uint64 for any token counts AI Gateway passes (uint32 each,
+    cel.go:71): three counts of below 2^32 times a part below 10^9 sum below
+    1.3 x 10^19, and the whole units below 3 x 2^32 x 10^7.
+    """
+    denominator = PRICE_UNITS_PER_CURRENCY // scale
+    whole, parts = [], []
+    for tokens, price in _token_terms(pricing):
+        units, part = divmod(price, denominator)
+        whole += [f"{tokens} * {units}u"] if units else []
+        parts += [f"{tokens} * {part}u"] if part else []
+    terms = [*whole]
+    if parts:
+        terms.append(f"({' + '.join(parts)} + {denominator - 1}u) / {denominator}u")
+    return " + ".join(terms) or "0u"
 
 
 def cost_expression(priced: Sequence[tuple[int, Pricing]], scale: int) -> str:
-    """CEL AI Gateway evaluates per response: its cost in 1/scale of the currency.
+    """CEL AI Gateway evaluates per response: its cost in 1/scale of the currency, rounded up.
 
     ``priced``: (index among the route rule's backendRefs, pricing). AI Gateway
     names the backend that answered ``<namespace>/<backend>/route/<route>/
     rule/<i>/ref/<j>`` (internal/internalapi/internalapi.go:143-145, v1.1.0);
     the ref index picks its price. Any other backend costs 0.
     """
-    if not priced:
-        return "0u"
-    expression = "0.0"
+    expression = "0u"
     for index, pricing in reversed(priced):
         expression = (
             f'backend.endsWith("/ref/{index}") ? {_priced_tokens(pricing, scale)} : {expression}'
         )
-    # To the nearest unit: unbiased over many requests, and exact as a double
-    # for any cost a 32-bit counter can hold (a ceiling's "+ 0.999…" is not).
-    return f"uint(({expression}) + 0.5)"
+    return expression
 
 
 def llm_request_costs(priced: Sequence[tuple[int, Pricing]]) -> list[dict[str, str]]:

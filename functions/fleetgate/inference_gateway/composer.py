@@ -17,6 +17,7 @@ Three independent parts, each gated only on what it needs:
 from typing import Any, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.core.governance import hold_rate_limits
 from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
@@ -202,7 +203,8 @@ class OnCluster(NamedTuple):
         read as duplicates, so it refuses the caller policy and answers 500.
         Until every projected Secret is filled, the serving objects stay as
         composed before; a gateway composing them for the first time waits,
-        and the Verdict returned says for what.
+        and the Verdict returned says for what. So with caller limits taking more
+        rate-limit rules than one policy holds (``hold_rate_limits``).
         """
         names = self.names
         projected = {naming.tls_key(source): self.tls_secret(source) for source in inputs.tls or []}
@@ -220,6 +222,18 @@ class OnCluster(NamedTuple):
                 f"InferenceCluster {gateway.spec.cluster_name}: the gateway serves from them "
                 "once they hold their values",
             )
+        # Limits the API server would refuse keep the failover policy composed
+        # before (retries, outlier detection, limits); a gateway that never had
+        # one is not served rather than served without them.
+        held = hold_rate_limits(
+            self.rec,
+            naming.FAILOVER,
+            "spec.auth.limits",
+            inputs.limits,
+            f"InferenceGateway {gateway.metadata.name}",
+        )
+        if held is not None and not held.kept:
+            return held.verdict
         tls_copies = [projected[naming.tls_key(source)] for source in inputs.tls or []]
         self.put(naming.ENVOY_PROXY, builders.envoy_proxy(names))
         listeners = builders.gateway(
@@ -230,17 +244,17 @@ class OnCluster(NamedTuple):
         )
         self.put(naming.GATEWAY, listeners)
         self.put(naming.LISTENER_POLICY, builders.listener_policy(names, gateway.spec.limits))
-        failover = builders.failover_policy(
-            names, gateway.spec.failover, gateway.spec.limits, inputs.limits
-        )
-        self.put(naming.FAILOVER, failover)
+        if held is None:
+            failover = builders.failover_policy(
+                names, gateway.spec.failover, gateway.spec.limits, inputs.limits
+            )
+            self.put(naming.FAILOVER, failover)
         self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
         self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))
-        if callers is None:
-            return None
-        self.put(naming.CALLER_AUTH, builders.caller_auth(names, projected[naming.CALLER_KEYS]))
-        self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
-        return None
+        if callers is not None:
+            self.put(naming.CALLER_AUTH, builders.caller_auth(names, projected[naming.CALLER_KEYS]))
+            self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
+        return None if held is None else held.verdict
 
     def hold_front_door(self, blocked: Verdict, callers: CallerKeys | Verdict | None) -> None:
         """A front-door gate is closed: keep what it served from, but never a revoked key.

@@ -95,7 +95,8 @@ def front_door(
 
 def caller_limits(rec: Reconcile, gateway: InferenceGateway) -> list[ResolvedLimit] | Verdict:
     """``spec.auth.limits``, each narrowing resolved to callers; a group that is missing
-    narrows to nobody, and a warning says so."""
+    narrows to nobody, a narrowing to too many callers widens to everyone, and a
+    warning says so."""
     limits = gateway.spec.auth.limits if gateway.spec.auth else []
     found = require_groups(rec, limit_groups(limits))
     waiting = sorted(group for group, secrets in found.items() if secrets is None)
@@ -108,7 +109,7 @@ def caller_limits(rec: Reconcile, gateway: InferenceGateway) -> list[ResolvedLim
         "spec.auth.limits", limits, {group: found[group] or [] for group in found}
     )
     for problem in problems:
-        rec.warning(problem, "CallersMissing")
+        rec.warning(problem.message, problem.reason)
     return resolved
 
 

@@ -11,8 +11,16 @@ nobody more: a missing group adds no caller, it never opens the model.
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from fleetgate.core.governance import limit_groups, resolve_callers, resolve_limits
-from fleetgate.core.kinds.governance import ResolvedLimit
+from fleetgate.core.governance import (
+    TOO_MANY_RULES,
+    Problem,
+    limit_groups,
+    resolve_callers,
+    resolve_limits,
+    too_many_callers,
+    too_many_rules,
+)
+from fleetgate.core.kinds.governance import RESOLVED_CALLERS_MAX, ResolvedLimit
 from fleetgate.core.kinds.service import ServiceAccess
 from fleetgate.core.secrets import SecretKeys
 
@@ -32,8 +40,8 @@ class Access(NamedTuple):
 
     callers: list[str]
     limits: list[ResolvedLimit]
-    # Why some of spec.access could not be resolved, each naming its field.
-    problems: list[str]
+    # Why some of spec.access could not be taken as written, each naming its field.
+    problems: list[Problem]
 
 
 def resolve(access: ServiceAccess, found: Mapping[str, Sequence[SecretKeys]]) -> Access:
@@ -42,6 +50,17 @@ def resolve(access: ServiceAccess, found: Mapping[str, Sequence[SecretKeys]]) ->
     ``found`` holds, per group name, the Secrets Crossplane found by that name
     (none when it does not exist).
     """
-    callers = resolve_callers(FIELD, access.callers, access.groups, found)
-    limits, missing = resolve_limits(f"{FIELD}.limits", access.limits, found)
-    return Access(callers.callers, limits, [*callers.problems, *missing])
+    callers, problems = resolve_callers(FIELD, access.callers, access.groups, found)
+    if len(callers) > RESOLVED_CALLERS_MAX:
+        # A route holds that many; cut, the rest are denied: fail closed.
+        outcome = f"only the first {RESOLVED_CALLERS_MAX} by name may call, the rest are denied"
+        problems.append(too_many_callers(FIELD, len(callers), outcome))
+        callers = callers[:RESOLVED_CALLERS_MAX]
+    limits, more = resolve_limits(f"{FIELD}.limits", access.limits, found)
+    # Each ModelRoute refuses them too (it composes the policy); said here, where
+    # they are written.
+    too_many = too_many_rules(f"{FIELD}.limits", limits)
+    if too_many is not None:
+        outcome = "each gateway's route keeps the limits it had, a new route is not served"
+        more.append(Problem(TOO_MANY_RULES, f"{too_many}; {outcome}"))
+    return Access(callers, limits, [*problems, *more])

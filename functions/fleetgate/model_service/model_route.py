@@ -11,6 +11,7 @@ ModelService to read back.
 from typing import Any
 
 from fleetgate.core.errors import InputError
+from fleetgate.core.governance import hold_rate_limits
 from fleetgate.core.kinds.route import ModelRoute
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile
@@ -18,6 +19,7 @@ from fleetgate.model_service.ai_gateway import model_route_objects
 from fleetgate.model_service.model_route_manifest import ACCEPTED
 from fleetgate.model_service.naming import (
     AI_GATEWAY_ROUTE_KEY,
+    CALLER_TRAFFIC_KEY,
     FAILOVER_ALERTS_KEY,
     GENERATED_ROUTE_KEY,
     TIERS_KEY,
@@ -38,6 +40,19 @@ def compose(rec: Reconcile) -> None:
         route.spec.access,
         route.spec.failover_alert,
     )
+    access = route.spec.access
+    held = None
+    if access is not None:
+        what = f"the route of {service.model} on InferenceGateway {route.spec.gateway.name}"
+        held = hold_rate_limits(rec, CALLER_TRAFFIC_KEY, "spec.access.limits", access.limits, what)
+    if held is not None:
+        # Kept as composed before, or, never composed, the route is not served
+        # at all: never without its limits.
+        del objects[CALLER_TRAFFIC_KEY]
+        rec.report(ACCEPTED, held.verdict)
+        rec.allow_ready(False)
+        if not held.kept:
+            return
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).
@@ -46,7 +61,8 @@ def compose(rec: Reconcile) -> None:
         route=ai_gateway_route_name(service, route.spec.gateway.name),
         backends=len(route.spec.backends),
     )
-    _report(rec)
+    if held is None:
+        _report(rec)
     _report_tiers(rec)
     _report_alerts(rec)
 

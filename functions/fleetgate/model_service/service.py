@@ -185,9 +185,11 @@ def _resolve_access(
     if resolved.limits:
         allowed += f", within {len(resolved.limits)} limits each"
     if resolved.problems:
-        message = f"{'; '.join(resolved.problems)} ({allowed})"
-        rec.condition(access.CONDITION, "False", "CallersMissing", message)
-        rec.warning(message, "CallersMissing")
+        # The first problem's reason: the allow-list's before the limits', in order.
+        reason = resolved.problems[0].reason
+        message = f"{'; '.join(p.message for p in resolved.problems)} ({allowed})"
+        rec.condition(access.CONDITION, "False", reason, message)
+        rec.warning(message, reason)
     else:
         rec.condition(access.CONDITION, "True", "Resolved", allowed)
     return resolved

@@ -47,7 +47,9 @@ class GatewayAuth(Model):
     limits: CallerLimits = Field(default_factory=list)
     """How much each caller may use across every model this gateway serves: one counter per
     caller and limit on this gateway (shared by all its routes). Over a limit, requests get
-    429 until the period turns. Up to 16."""
+    429 until the period turns. Up to 16, taking at most 256 rate-limit rules in all (one per
+    limit, and one per 1024 characters of a narrowing's caller names): more are refused,
+    reason TooManyRateLimitRules: the gateway keeps the limits it had, or is not served."""
 
 
 class RetryOn(Model):

@@ -18,9 +18,14 @@ from fleetgate.core.models import Model, ObjectName
 CallerName = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
 ACCESS_CALLERS_MAX = 256
 ACCESS_GROUPS_MAX = 64
-# Rate-limit rules Envoy Gateway takes per policy: 256 (api/v1alpha1/
-# ratelimit_types.go:57, v1.8.3); a limit narrowed to many callers may take
-# several, so the entries are bounded well below.
+# Rate-limit rules Envoy Gateway takes per policy (rateLimit.global.rules):
+# 256 (api/v1alpha1/ratelimit_types.go:57, v1.8.3; maxItems at charts/
+# gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_
+# backendtrafficpolicies.yaml:1811). A longer list makes the API server refuse
+# the whole policy, so fleetgate.core.governance counts them.
+RATE_LIMIT_RULES_MAX = 256
+# A limit narrowed to many callers may take several rules, so the entries are
+# bounded well below.
 LIMITS_MAX = 16
 # Envoy's rate-limit counters are 32-bit: a limit's amount is at most this
 # (RateLimitValue.Requests, api/v1alpha1/ratelimit_types.go:448-453, v1.8.3).
@@ -65,8 +70,8 @@ class Allowance(Model):
         },
     )
     """Cost per period, a decimal in the currency of the endpoints' spec.pricing, counted as each
-    response ends (in millionths up to 4294.967295, above that in thousandths, each response to
-    the nearest unit). At most 4294967.295."""
+    response ends (in millionths up to 4294.967295, above that in thousandths, each response
+    rounded up, so any response that costs anything counts). At most 4294967.295."""
     per: Period
     """The window the amount is for. Windows are fixed, counted from the Unix epoch as Envoy's
     rate-limit service keeps them (src/utils/utilities.go:20-39): a Day starts at 00:00 UTC, a
@@ -102,7 +107,8 @@ class CallerLimit(Allowance):
         },
     )
     """Only the keys of these caller-key Secrets in fleetgate-system (each caller separately). A
-    Secret that is missing narrows to nobody (the condition says so)."""
+    Secret that is missing narrows to nobody (the condition says so). Narrowed to more than 4096
+    callers with callers, the limit applies to every caller instead (reason TooManyCallers)."""
 
     @property
     def narrowed(self) -> bool:

@@ -69,11 +69,14 @@ class ServiceAccess(Model):
     )
     """Names of caller-key Secrets in fleetgate-system: every key of each is allowed, as the
     Secret holds it now (a key added is allowed, a key removed or the Secret deleted is not).
-    At most 64."""
+    At most 64. With callers, at most 4096 callers are allowed: the first by name, the rest
+    denied (AccessResolved says so, reason TooManyCallers)."""
     limits: CallerLimits = Field(default_factory=list)
     """How much each allowed caller may use of this model, on each gateway serving it: each
     caller has its own counter per limit and gateway. Over a limit, requests get 429 until the
-    period turns. Up to 16."""
+    period turns. Up to 16, taking at most 256 rate-limit rules in all (one per limit, and one
+    per 1024 characters of a narrowing's caller names): more are refused, reason
+    TooManyRateLimitRules: each gateway's route keeps the limits it had, or is not served."""
 
 
 # A share from 0 to below 1, as the XRD spells it; the PromQL takes it verbatim.
