@@ -137,9 +137,10 @@ SAYS: dict[str, tuple[str, str, str]] = {
     ),
     ALL_TIERS_FAILING: (
         "critical",
-        "fails on every tier",
-        "{} of requests in the last 5 minutes failed on the last tier (1) after failing over: "
-        "no tier is answering.",
+        "is failing its callers",
+        "{} of requests in the last 5 minutes failed, whichever tier answered: failover is not "
+        "saving them (the tiers are down, the retries run out, or the answer is a status "
+        "failover does not retry).",
     ),
 }
 
@@ -204,6 +205,22 @@ def test_every_tier_failing_fires_the_all_tiers_alert(rules: Path) -> None:
             ("10m", ALL_TIERS_FAILING, "100%"),
             # Every request went to the fallback too.
             ("20m", FAILOVER_ACTIVE, "100%"),
+        ],
+    )
+
+
+def test_failures_that_end_on_tier_0_fire_the_failing_alert(rules: Path) -> None:
+    """A provider answers 429, which retryOn leaves alone (or the retries run out before
+    the last tier): 60 of 100 requests a minute end failed on tier 0, no tier above it
+    ever answers. Callers are refused all the same, so the alert fires."""
+    judge(
+        rules,
+        traffic(t0=WINDOW.format(40), t0_failed=WINDOW.format(60)),
+        ratios=(("10m", FAILURE_RATIO, 0.6), ("10m", FALLBACK_RATIO, 0)),
+        alerts=[
+            ("10m", ALL_TIERS_FAILING, "60%"),
+            # Nothing failed over: no fallback tier served anything.
+            ("10m", FAILOVER_ACTIVE, None),
         ],
     )
 

@@ -85,9 +85,12 @@ def test_a_route_with_two_tiers_composes_its_rules() -> None:
     active = rules[FAILOVER_ACTIVE]
     assert active["expr"].endswith("> 0.1")
     assert active["for"] == "15m"
-    # The last tier after renumbering: 1.
-    assert 'fleetgate_tier="1"' in rules[ALL_TIERS_FAILING]["expr"]
-    assert rules[ALL_TIERS_FAILING]["labels"] == {"severity": "critical", **own}
+    # Every failed request, whichever tier gave the answer: the recorded failure ratio,
+    # whose labels (the service's own) the alert carries.
+    failing = rules[ALL_TIERS_FAILING]
+    own_series = '{namespace="team-a",modelservice="chat",gateway="public"}'
+    assert failing["expr"] == f"{FAILURE_RATIO}{own_series} > 0.5"
+    assert failing["labels"] == {"severity": "critical"}
 
 
 def test_a_route_with_one_unpriced_tier_has_nothing_to_watch() -> None:

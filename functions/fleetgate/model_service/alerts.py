@@ -27,8 +27,11 @@ REQUEST_RATE: Final = "fleetgate:modelservice_requests:rate5m"
 PER_MILLION: Final = Decimal(1_000_000)
 FAILOVER_ACTIVE: Final = "FleetgateFailoverActive"
 ALL_TIERS_FAILING: Final = "FleetgateAllTiersFailing"
-# Share of requests that failed on the last tier, every tier before it having
-# failed them or being down, above which FleetgateAllTiersFailing fires.
+# Share of the service's requests that failed, whichever tier gave the final
+# answer, above which FleetgateAllTiersFailing fires. Not only those failed on
+# the last tier: a request also ends on an earlier tier when the retries run
+# out first (more tiers than retries + 1) or when the answer is a status
+# outside retryOn (a provider's 429), and callers are refused all the same.
 ALL_TIERS_FAILING_SHARE: Final = "0.5"
 ALL_TIERS_FAILING_FOR: Final = "5m"
 
@@ -60,13 +63,10 @@ def _own(series: str, labels: dict[str, str]) -> str:
     return series + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
 
-def failover_rules(
-    service: Service, gateway: str, last_tier: int, alert: FailoverAlert
-) -> list[dict[str, Any]]:
+def failover_rules(service: Service, gateway: str, alert: FailoverAlert) -> list[dict[str, Any]]:
     """The rule group's rules: three recorded series and two alerts."""
     labels = _labels(service, gateway)
     failed = f'{metrics.ERROR_TYPE}!=""'
-    on_last_tier = f'{metrics.TIER}="{last_tier}"'
     where = f"ModelService {service.model} on InferenceGateway {gateway}"
     return [
         {"record": REQUEST_RATE, "expr": _rate(service, gateway), "labels": labels},
@@ -92,16 +92,15 @@ def failover_rules(
         },
         {
             "alert": ALL_TIERS_FAILING,
-            "expr": (
-                f"{_share(service, gateway, failed, on_last_tier)} > {ALL_TIERS_FAILING_SHARE}"
-            ),
+            "expr": f"{_own(FAILURE_RATIO, labels)} > {ALL_TIERS_FAILING_SHARE}",
             "for": ALL_TIERS_FAILING_FOR,
-            "labels": {"severity": "critical", **labels},
+            "labels": {"severity": "critical"},
             "annotations": {
-                "summary": f"{where} fails on every tier",
+                "summary": f"{where} is failing its callers",
                 "description": (
-                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes failed "
-                    f"on the last tier ({last_tier}) after failing over: no tier is answering."
+                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes failed, "
+                    "whichever tier answered: failover is not saving them (the tiers are down, "
+                    "the retries run out, or the answer is a status failover does not retry)."
                 ),
             },
         },
@@ -167,11 +166,7 @@ def prometheus_rule(
     """The PrometheusRule for the route, in the system namespace of the gateway's cluster:
     failover alerts with more than one tier, spend with a priced endpoint; else None."""
     rules = [
-        *(
-            failover_rules(service, gateway, tiers(backends) - 1, alert)
-            if tiers(backends) > 1
-            else []
-        ),
+        *(failover_rules(service, gateway, alert) if tiers(backends) > 1 else []),
         *cost_rules(service, gateway, backends),
     ]
     if not rules:
