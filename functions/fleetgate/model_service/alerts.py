@@ -46,8 +46,8 @@ def _selector(service: Service, gateway: str, *more: str) -> str:
     return "{" + ",".join([*matchers, *more]) + "}"
 
 
-def _rate(service: Service, gateway: str, *more: str) -> str:
-    return f"sum(rate({metrics.REQUESTS}{_selector(service, gateway, *more)}[{WINDOW}]))"
+def _rate(service: Service, gateway: str, *more: str, series: str = metrics.REQUESTS) -> str:
+    return f"sum(rate({series}{_selector(service, gateway, *more)}[{WINDOW}]))"
 
 
 def _share(service: Service, gateway: str, *more: str) -> str:
@@ -132,11 +132,13 @@ def _per_token(backend: RouteBackend) -> Iterator[tuple[str, Decimal]]:
 def cost_rules(
     service: Service, gateway: str, backends: Sequence[RouteBackend]
 ) -> list[dict[str, Any]]:
-    """Each caller's spend per second on each priced endpoint, by token type.
+    """The service's spend per second on each priced endpoint, by token type.
 
     From AI Gateway's token counter, labelled by the endpoint that answered
-    (``fleetgate_endpoint``) and its caller; the same price as the usage
-    record's ``cost``, unrounded.
+    (``fleetgate_endpoint``); the same price as the usage record's ``cost``,
+    unrounded. The metrics carry no caller (inference_cluster/stack.py
+    METRIC_HEADERS says why): a caller's spend is the sum of the usage
+    record's ``cost`` over their requests.
     """
     rules = []
     for b in backends:
@@ -145,11 +147,11 @@ def cost_rules(
                 f'{metrics.ENDPOINT}="{b.endpoint}"',
                 f'{metrics.TOKEN_TYPE}="{token_type}"',
             )
-            tokens = f"{metrics.TOKENS}{_selector(service, gateway, *matchers)}"
+            tokens = _rate(service, gateway, *matchers, series=metrics.TOKENS)
             rules.append(
                 {
                     "record": metrics.COST_RATE,
-                    "expr": f"sum by ({metrics.CALLER}) (rate({tokens}[{WINDOW}])) * {price:f}",
+                    "expr": f"{tokens} * {price:f}",
                     "labels": {
                         **_labels(service, gateway),
                         metrics.ENDPOINT: b.endpoint,
