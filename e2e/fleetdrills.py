@@ -454,7 +454,7 @@ def _priced(xrs: dict[XRKey, Obj], route: Route) -> bool:
 def failover_alerts(driver: Driver) -> list[str]:
     """Each route with a fallback or a priced endpoint, on a gateway that asks for
     PrometheusRules, has its rule on the gateway's cluster (with a fallback: the alert at the
-    service's threshold; priced: each caller's spend), and Prometheus loads it; no other
+    service's threshold; priced: the service's spend), and Prometheus loads it; no other
     route has one. Changes nothing."""
     xrs = driver.xrs()
     gateways = {k[2]: xr for k, xr in xrs.items() if k[0] == "InferenceGateway"}

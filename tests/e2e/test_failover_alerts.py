@@ -52,11 +52,11 @@ def series(
     gateway: str = "public",
     tokens: str = "",
 ) -> str:
-    """A request count, or with ``tokens`` (a gen_ai.token.type) a token sum, of one caller."""
+    """A request count, or with ``tokens`` (a gen_ai.token.type) a token sum: no caller
+    label, as the stack maps none (inference_cluster/stack.py METRIC_HEADERS)."""
     endpoint, served = SERVED[tier]
     labels = {
         "error_type": "_OTHER" if failed else "",
-        "fleetgate_caller": "alice",
         "fleetgate_endpoint": endpoint,
         "fleetgate_gateway": gateway,
         "fleetgate_tier": str(tier),
@@ -137,9 +137,10 @@ SAYS: dict[str, tuple[str, str, str]] = {
     ),
     ALL_TIERS_FAILING: (
         "critical",
-        "fails on every tier",
-        "{} of requests in the last 5 minutes failed on the last tier (1) after failing over: "
-        "no tier is answering.",
+        "is failing its callers",
+        "{} of requests in the last 5 minutes failed, whichever tier answered: failover is not "
+        "saving them (the tiers are down, the retries run out, or the answer is a status "
+        "failover does not retry).",
     ),
 }
 
@@ -208,6 +209,22 @@ def test_every_tier_failing_fires_the_all_tiers_alert(rules: Path) -> None:
     )
 
 
+def test_failures_that_end_on_tier_0_fire_the_failing_alert(rules: Path) -> None:
+    """A provider answers 429, which retryOn leaves alone (or the retries run out before
+    the last tier): 60 of 100 requests a minute end failed on tier 0, no tier above it
+    ever answers. Callers are refused all the same, so the alert fires."""
+    judge(
+        rules,
+        traffic(t0=WINDOW.format(40), t0_failed=WINDOW.format(60)),
+        ratios=(("10m", FAILURE_RATIO, 0.6), ("10m", FALLBACK_RATIO, 0)),
+        alerts=[
+            ("10m", ALL_TIERS_FAILING, "60%"),
+            # Nothing failed over: no fallback tier served anything.
+            ("10m", FAILOVER_ACTIVE, None),
+        ],
+    )
+
+
 def test_another_service_or_gateway_on_the_cluster_is_not_counted(rules: Path) -> None:
     others = [
         {"series": series(1, model="team-b/chat"), "values": WINDOW.format(100)},
@@ -263,11 +280,11 @@ def test_the_dashboard_shows_the_share_the_alert_watches(rules: Path) -> None:
     )
 
 
-def test_the_dashboard_prices_each_callers_tokens_as_the_usage_record_does(rules: Path) -> None:
-    """openai (the example's tier 1) at 0.15 / 0.075 cached / 0.60 per million tokens: alice's
-    1000 input tokens a minute, 200 of them cached, and 500 output cost
+def test_the_dashboard_prices_each_services_tokens_as_the_usage_record_does(rules: Path) -> None:
+    """openai (the example's tier 1) at 0.15 / 0.075 cached / 0.60 per million tokens: the
+    service's 1000 input tokens a minute, 200 of them cached, and 500 output cost
     (800 * 0.15 + 200 * 0.075 + 500 * 0.60) / 1e6 = 0.000435 a minute, 0.0261 an hour."""
-    spend = panel_exprs()["Spend per caller, per hour"]
+    spend = panel_exprs()["Spend per ModelService, per hour"]
     used = {"input": 1000, "cached_input": 200, "output": 500}
     judge(
         rules,
@@ -275,5 +292,5 @@ def test_the_dashboard_prices_each_callers_tokens_as_the_usage_record_does(rules
             {"series": series(1, tokens=kind), "values": WINDOW.format(n)}
             for kind, n in used.items()
         ],
-        samples=(("10m", spend, f'{{{metrics.CALLER}="alice"}}', 0.0261),),
+        samples=(("10m", spend, '{namespace="team-a",modelservice="chat"}', 0.0261),),
     )

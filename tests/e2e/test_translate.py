@@ -367,7 +367,8 @@ def test_drill_the_rate_limit_check_sees_a_limit_that_is_not_there(
     refusals = dataplane.refusal_problems(
         clusters[PUBLIC].result, gateway, route, "https", "team-a/chat"
     )
-    # Only the gateway's own 429 (examples/fleet limits it): no 403, no model named.
+    # Only the gateway's own 429 (examples/fleet limits it): no 403, and the model only as
+    # Envoy fills it in when it refuses, not as the route's own body writes it.
     assert any("local replies replaced: ['429']" in p for p in refusals), refusals
 
 

@@ -389,6 +389,36 @@ def test_a_gateway_with_limits_answers_its_429_in_json_naming_itself() -> None:
     assert body["limit"] == "%RESP(X-RATELIMIT-LIMIT)%"
 
 
+def envoy_fills_in(body: str, headers: dict[str, str]) -> str:
+    """What Envoy sends for a response override's body, a text format: each ``%REQ(h)%`` or
+    ``%RESP(h)%`` replaced by that header's value as is, unescaped, "-" when it is absent
+    (``headers`` by operator, lower case: ``req(x-ai-eg-model)``). The bodies hold no
+    literal %, so every other piece between two is an operator."""
+    pieces = body.split("%")
+    return "".join(headers.get(p.lower(), "-") if i % 2 else p for i, p in enumerate(pieces))
+
+
+def test_a_gateway_limits_429_names_the_model_the_caller_asked_for() -> None:
+    """The contract: a 429 names the model and the rule. The gateway's policy serves every
+    model, so Envoy fills the model in from x-ai-eg-model, which AI Gateway sets from the
+    request body before the rate limit runs (governance.refusals cites where)."""
+    (override,) = governance.refusals(gateway="public")
+    sent = envoy_fills_in(
+        override["response"]["body"]["inline"],
+        {
+            "req(x-ai-eg-model)": "team-a/chat",
+            f"req({CALLER_HEADER})": "team-a-ci",
+            "resp(x-ratelimit-limit)": "3, 3;w=60",
+            "resp(x-ratelimit-reset)": "41",
+        },
+    )
+    body = json.loads(sent)["error"]
+    assert body["model"] == "team-a/chat"
+    assert "InferenceGateway public (spec.auth.limits)" in body["message"]
+    assert (body["limit"], body["resets_in_seconds"]) == ("3, 3;w=60", "41")
+    assert "team-a-ci" not in sent
+
+
 @pytest.mark.parametrize("status", [403, 429])
 def test_a_refusal_is_json_naming_the_model_and_rule_never_a_caller(status: int) -> None:
     (override,) = [

@@ -85,9 +85,12 @@ def test_a_route_with_two_tiers_composes_its_rules() -> None:
     active = rules[FAILOVER_ACTIVE]
     assert active["expr"].endswith("> 0.1")
     assert active["for"] == "15m"
-    # The last tier after renumbering: 1.
-    assert 'fleetgate_tier="1"' in rules[ALL_TIERS_FAILING]["expr"]
-    assert rules[ALL_TIERS_FAILING]["labels"] == {"severity": "critical", **own}
+    # Every failed request, whichever tier gave the answer: the recorded failure ratio,
+    # whose labels (the service's own) the alert carries.
+    failing = rules[ALL_TIERS_FAILING]
+    own_series = '{namespace="team-a",modelservice="chat",gateway="public"}'
+    assert failing["expr"] == f"{FAILURE_RATIO}{own_series} > 0.5"
+    assert failing["labels"] == {"severity": "critical"}
 
 
 def test_a_route_with_one_unpriced_tier_has_nothing_to_watch() -> None:
@@ -99,7 +102,7 @@ def test_a_route_with_one_unpriced_tier_has_nothing_to_watch() -> None:
 PRICED = {"inputTokens": "0.15", "cachedInputTokens": "0.075", "outputTokens": "0.60"}
 
 
-def test_a_priced_endpoint_records_each_callers_spend_without_failover_alerts() -> None:
+def test_a_priced_endpoint_records_the_services_spend_without_failover_alerts() -> None:
     xr = model_route(backend("a"), backend("paid", pricing=PRICED))
     xr["spec"]["failoverAlert"] = ALERT
     rules = manifest(run(compose, request(xr)), FAILOVER_ALERTS_KEY)["spec"]["groups"][0]["rules"]
@@ -108,7 +111,9 @@ def test_a_priced_endpoint_records_each_callers_spend_without_failover_alerts() 
     prices = {r["labels"]["gen_ai_token_type"]: r["expr"].split(" * ")[-1] for r in rules}
     assert prices == {"input": "0.00000015", "cached_input": "-0.000000075", "output": "0.0000006"}
     assert {r["labels"]["fleetgate_endpoint"] for r in rules} == {"paid"}
-    assert all(r["expr"].startswith("sum by (fleetgate_caller) (rate(") for r in rules)
+    # Summed over whatever labels the series has: no caller label is read, or kept.
+    assert all(r["expr"].startswith("sum(rate(gen_ai_client_token_usage_sum{") for r in rules)
+    assert not any("caller" in r["expr"] for r in rules)
 
 
 def test_the_rule_never_holds_the_route_back_and_a_refusal_is_named() -> None:

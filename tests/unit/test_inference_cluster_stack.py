@@ -81,7 +81,8 @@ VALUES = [
     ("cert-manager", ("crds", "keep"), True),
     # Key Secrets go with their Certificates: a re-registration never reuses a key.
     ("cert-manager", ("enableCertificateOwnerRef",), True),
-    # The usage record's caller and tier, and the failover metrics' labels.
+    # The usage record's caller and tier, and the failover metrics' labels: never the
+    # caller, which would multiply every histogram by the number of callers.
     (
         "ai-gateway",
         ("controller", "logRequestHeaderAttributes"),
@@ -91,7 +92,7 @@ VALUES = [
         "ai-gateway",
         ("controller", "metricsRequestHeaderAttributes"),
         "x-fleetgate-tier:fleetgate.tier,x-fleetgate-gateway:fleetgate.gateway,"
-        "x-fleetgate-endpoint:fleetgate.endpoint,x-fleetgate-caller:fleetgate.caller",
+        "x-fleetgate-endpoint:fleetgate.endpoint",
     ),
     # The extension message past 4 MiB, on both ends (bench/extension_message).
     ("ai-gateway", ("controller", "maxRecvMsgSize"), "33554432"),

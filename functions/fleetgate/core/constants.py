@@ -13,8 +13,8 @@ CALLER_HEADER: Final = "x-fleetgate-caller"
 # Set on each attempt by the backend it goes to (the AIGatewayRoute's backendRef
 # header mutation): the priority tier, after renumbering, of the endpoint that
 # answered. Set by the gateway's listener, for every request: which fleet
-# gateway it came through. AI Gateway turns both (and the caller) into metric
-# labels and the tier into usage-record metadata: see inference_cluster/stack.py.
+# gateway it came through. AI Gateway turns both into metric labels, and the
+# tier (and the caller) into usage-record metadata: see inference_cluster/stack.py.
 TIER_HEADER: Final = "x-fleetgate-tier"
 # Set likewise by each backend: the ModelEndpoint that answered, so the metrics
 # can price its tokens (the failover alerts' cost series).
@@ -53,11 +53,11 @@ CALLER_METADATA_KEY: Final = "caller"
 TIER_METADATA_KEY: Final = "tier"
 # The metric labels AI Gateway's metricsRequestHeaderAttributes give its GenAI
 # series (OpenTelemetry attribute names; the Prometheus exporter turns the dots
-# into underscores: fleetgate_tier, fleetgate_gateway, fleetgate_caller).
+# into underscores: fleetgate_tier, fleetgate_gateway, fleetgate_endpoint). The
+# caller is not one of them: see inference_cluster/stack.py METRIC_HEADERS.
 TIER_ATTRIBUTE: Final = "fleetgate.tier"
 GATEWAY_ATTRIBUTE: Final = "fleetgate.gateway"
 ENDPOINT_ATTRIBUTE: Final = "fleetgate.endpoint"
-CALLER_ATTRIBUTE: Final = "fleetgate.caller"
 
 # An InferenceCluster's Connected reason once provider-kubernetes said why it cannot
 # reach the cluster: compose-inference-cluster reports it, and placement stops waiting

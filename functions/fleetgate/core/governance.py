@@ -27,6 +27,7 @@ from fleetgate.core.constants import (
     CALLER_HEADER,
     COST_KEY,
     COST_MILLI_KEY,
+    MODEL_HEADER,
     SYSTEM_NAMESPACE,
     TOTAL_TOKENS_KEY,
 )
@@ -406,6 +407,22 @@ def refusals(*, model: str | None = None, gateway: str | None = None) -> list[di
     limit of the model's or of the gateway's is used up. For a gateway
     (``gateway``): 429 for its own limits. The limit applied and when it resets
     come from Envoy's rate-limit headers; never another caller or a key.
+
+    A gateway's policy covers every route, so the model is filled in when
+    Envoy refuses, from ``x-ai-eg-model``. AI Gateway's external processor
+    sets it from the request body (internal/extproc/processor_impl.go:282-290
+    at v1.1.0), holding the request until then (body mode BUFFERED,
+    internal/extensionserver/post_translate_modify.go:800), and goes in
+    ahead of Envoy Gateway's ext_proc, RBAC and rate-limit filters
+    (post_translate_modify.go:1084-1130; Envoy Gateway v1.8.3 orders those
+    100+, 301, 303, internal/xds/translator/httpfilters.go:128-141): the
+    header is set when the rate limit refuses. Envoy copies it into the body
+    as is (a text format, custom_response.go:466-471, which does not escape),
+    and it cannot break the JSON: the limit counts callers by the header API
+    key authentication sets, which runs on the model routes alone (/healthz
+    has its own policy), and a model route is taken only when that header
+    equals its ModelService's ``<namespace>/<name>``, Kubernetes names
+    without a quote or a backslash.
     """
     over = {
         "type": "rate_limit_exceeded",
@@ -419,8 +436,9 @@ def refusals(*, model: str | None = None, gateway: str | None = None) -> list[di
                 429,
                 over
                 | {
+                    "model": f"%REQ({MODEL_HEADER.upper()})%",
                     "message": f"over a per-caller limit of InferenceGateway {gateway} "
-                    "(spec.auth.limits) until the window turns"
+                    "(spec.auth.limits) until the window turns",
                 },
             )
         ]

@@ -18,7 +18,9 @@ become underscores, the unit ``s`` a ``_seconds`` suffix, a histogram's count
 Both carry ``gen_ai.original.model``, the model name the client sent (the
 ModelService's ``<namespace>/<name>``; ``gen_ai.request.model`` is the served
 name after a rewrite, processor_impl.go:704-709), and the labels the stack maps
-from Fleetgate's request headers (inference_cluster/stack.py METRIC_HEADERS).
+from Fleetgate's request headers (inference_cluster/stack.py METRIC_HEADERS):
+the tier, the endpoint and the gateway, never the caller. Per-caller figures
+are the usage record's (each fleet gateway's access log names the caller).
 """
 
 from typing import Final
@@ -35,10 +37,9 @@ ERROR_TYPE: Final = "error_type"
 TIER: Final = "fleetgate_tier"
 GATEWAY: Final = "fleetgate_gateway"
 ENDPOINT: Final = "fleetgate_endpoint"
-CALLER: Final = "fleetgate_caller"
 
 # Recorded by the PrometheusRules the ModelRoutes compose (model_service/alerts.py):
-# each caller's spend per second, in the currency of the endpoints' prices, one
-# series per priced endpoint and token type (labels namespace, modelservice,
-# gateway, fleetgate_endpoint, gen_ai_token_type).
+# a service's spend per second on a gateway, in the currency of the endpoints'
+# prices, one series per priced endpoint and token type (labels namespace,
+# modelservice, gateway, fleetgate_endpoint, gen_ai_token_type).
 COST_RATE: Final = "fleetgate:modelservice_cost:rate5m"

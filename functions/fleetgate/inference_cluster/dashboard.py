@@ -44,6 +44,10 @@ class Panel(NamedTuple):
 
 
 FALLBACK: Final = f'{metrics.TIER}!="0"'
+# The labels of the spend the PrometheusRules record (model_service/alerts.py).
+SPENT_BY: Final = "namespace, modelservice"
+# The metrics carry no caller (inference_cluster/stack.py METRIC_HEADERS says why).
+PER_CALLER: Final = "Per caller: the usage record (each fleet gateway's access log)."
 
 
 PANELS: Final = (
@@ -70,27 +74,28 @@ PANELS: Final = (
         "Requests whose final answer was not a 2xx, whichever tier gave it.",
     ),
     Panel(
-        "Tokens per caller",
-        f"sum by ({metrics.CALLER}, {metrics.TOKEN_TYPE}) ({_rate(metrics.TOKENS)})",
-        f"{{{{{metrics.CALLER}}}}} {{{{{metrics.TOKEN_TYPE}}}}}",
+        "Tokens per ModelService",
+        f"sum by ({metrics.MODEL}, {metrics.TOKEN_TYPE}) ({_rate(metrics.TOKENS)})",
+        f"{{{{{metrics.MODEL}}}}} {{{{{metrics.TOKEN_TYPE}}}}}",
         "short",
-        "Tokens per second per caller and kind (input, cached_input, output...).",
+        "Tokens per second per ModelService and kind (input, cached_input, output...). "
+        f"{PER_CALLER}",
     ),
     Panel(
-        "Spend per caller, per hour",
-        f'sum by ({metrics.CALLER}) ({metrics.COST_RATE}{{gateway=~"$gateway"}}) * 3600',
-        f"{{{{{metrics.CALLER}}}}}",
+        "Spend per ModelService, per hour",
+        f'sum by ({SPENT_BY}) ({metrics.COST_RATE}{{gateway=~"$gateway"}}) * 3600',
+        "{{namespace}}/{{modelservice}}",
         "short",
-        "In the currency of the endpoints' prices, across the services routed here; recorded "
-        "by the PrometheusRules of gateways with spec.monitoring.prometheusRules (priced "
-        "endpoints only).",
+        "In the currency of the endpoints' prices; recorded by the PrometheusRules of "
+        "gateways with spec.monitoring.prometheusRules (priced endpoints only). "
+        f"{PER_CALLER}",
     ),
     Panel(
-        "Fallback tokens per caller",
-        f"sum by ({metrics.CALLER}) ({_rate(metrics.TOKENS, FALLBACK)})",
-        f"{{{{{metrics.CALLER}}}}}",
+        "Fallback tokens per ModelService",
+        f"sum by ({metrics.MODEL}) ({_rate(metrics.TOKENS, FALLBACK)})",
+        f"{{{{{metrics.MODEL}}}}}",
         "short",
-        "Tokens per second a fallback tier served, per caller: where failover moves spend.",
+        "Tokens per second a fallback tier served: where failover moves spend.",
     ),
 )
 

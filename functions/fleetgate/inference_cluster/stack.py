@@ -41,7 +41,6 @@ from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from fleetgate.core.constants import (
-    CALLER_ATTRIBUTE,
     CALLER_HEADER,
     CALLER_METADATA_KEY,
     ENDPOINT_ATTRIBUTE,
@@ -102,11 +101,19 @@ def _header_mapping(pairs: dict[str, str]) -> str:
 # party must not see are removed upstream but stay readable here
 # (internal/headermutator/header_mutator.go:41-46).
 USAGE_RECORD_HEADERS: Final = {CALLER_HEADER: CALLER_METADATA_KEY, TIER_HEADER: TIER_METADATA_KEY}
+# Only what the PrometheusRules read (model_service/alerts.py): the tier (the
+# failover ratios), the endpoint (its prices, the spend) and the gateway (which
+# fleet gateway, as several may share a cluster and a Prometheus). Never the
+# caller: every label multiplies each of AI Gateway's four histograms (~125
+# series per endpoint and API a service answers, README "Seeing failover"), and
+# its OpenTelemetry SDK keeps at most 2000 label sets per histogram, counting
+# the rest under one label-less overflow set the alerts cannot see
+# (go.opentelemetry.io/otel/sdk/metric v1.44.0 config.go:28, doc.go:51-57).
+# What each caller used is in the usage record, which names the caller.
 METRIC_HEADERS: Final = {
     TIER_HEADER: TIER_ATTRIBUTE,
     GATEWAY_HEADER: GATEWAY_ATTRIBUTE,
     ENDPOINT_HEADER: ENDPOINT_ATTRIBUTE,
-    CALLER_HEADER: CALLER_ATTRIBUTE,
 }
 
 

@@ -27,8 +27,11 @@ REQUEST_RATE: Final = "fleetgate:modelservice_requests:rate5m"
 PER_MILLION: Final = Decimal(1_000_000)
 FAILOVER_ACTIVE: Final = "FleetgateFailoverActive"
 ALL_TIERS_FAILING: Final = "FleetgateAllTiersFailing"
-# Share of requests that failed on the last tier, every tier before it having
-# failed them or being down, above which FleetgateAllTiersFailing fires.
+# Share of the service's requests that failed, whichever tier gave the final
+# answer, above which FleetgateAllTiersFailing fires. Not only those failed on
+# the last tier: a request also ends on an earlier tier when the retries run
+# out first (more tiers than retries + 1) or when the answer is a status
+# outside retryOn (a provider's 429), and callers are refused all the same.
 ALL_TIERS_FAILING_SHARE: Final = "0.5"
 ALL_TIERS_FAILING_FOR: Final = "5m"
 
@@ -43,8 +46,8 @@ def _selector(service: Service, gateway: str, *more: str) -> str:
     return "{" + ",".join([*matchers, *more]) + "}"
 
 
-def _rate(service: Service, gateway: str, *more: str) -> str:
-    return f"sum(rate({metrics.REQUESTS}{_selector(service, gateway, *more)}[{WINDOW}]))"
+def _rate(service: Service, gateway: str, *more: str, series: str = metrics.REQUESTS) -> str:
+    return f"sum(rate({series}{_selector(service, gateway, *more)}[{WINDOW}]))"
 
 
 def _share(service: Service, gateway: str, *more: str) -> str:
@@ -60,13 +63,10 @@ def _own(series: str, labels: dict[str, str]) -> str:
     return series + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
 
-def failover_rules(
-    service: Service, gateway: str, last_tier: int, alert: FailoverAlert
-) -> list[dict[str, Any]]:
+def failover_rules(service: Service, gateway: str, alert: FailoverAlert) -> list[dict[str, Any]]:
     """The rule group's rules: three recorded series and two alerts."""
     labels = _labels(service, gateway)
     failed = f'{metrics.ERROR_TYPE}!=""'
-    on_last_tier = f'{metrics.TIER}="{last_tier}"'
     where = f"ModelService {service.model} on InferenceGateway {gateway}"
     return [
         {"record": REQUEST_RATE, "expr": _rate(service, gateway), "labels": labels},
@@ -92,16 +92,15 @@ def failover_rules(
         },
         {
             "alert": ALL_TIERS_FAILING,
-            "expr": (
-                f"{_share(service, gateway, failed, on_last_tier)} > {ALL_TIERS_FAILING_SHARE}"
-            ),
+            "expr": f"{_own(FAILURE_RATIO, labels)} > {ALL_TIERS_FAILING_SHARE}",
             "for": ALL_TIERS_FAILING_FOR,
-            "labels": {"severity": "critical", **labels},
+            "labels": {"severity": "critical"},
             "annotations": {
-                "summary": f"{where} fails on every tier",
+                "summary": f"{where} is failing its callers",
                 "description": (
-                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes failed "
-                    f"on the last tier ({last_tier}) after failing over: no tier is answering."
+                    "{{ $value | humanizePercentage }} of requests in the last 5 minutes failed, "
+                    "whichever tier answered: failover is not saving them (the tiers are down, "
+                    "the retries run out, or the answer is a status failover does not retry)."
                 ),
             },
         },
@@ -133,11 +132,13 @@ def _per_token(backend: RouteBackend) -> Iterator[tuple[str, Decimal]]:
 def cost_rules(
     service: Service, gateway: str, backends: Sequence[RouteBackend]
 ) -> list[dict[str, Any]]:
-    """Each caller's spend per second on each priced endpoint, by token type.
+    """The service's spend per second on each priced endpoint, by token type.
 
     From AI Gateway's token counter, labelled by the endpoint that answered
-    (``fleetgate_endpoint``) and its caller; the same price as the usage
-    record's ``cost``, unrounded.
+    (``fleetgate_endpoint``); the same price as the usage record's ``cost``,
+    unrounded. The metrics carry no caller (inference_cluster/stack.py
+    METRIC_HEADERS says why): a caller's spend is the sum of the usage
+    record's ``cost`` over their requests.
     """
     rules = []
     for b in backends:
@@ -146,11 +147,11 @@ def cost_rules(
                 f'{metrics.ENDPOINT}="{b.endpoint}"',
                 f'{metrics.TOKEN_TYPE}="{token_type}"',
             )
-            tokens = f"{metrics.TOKENS}{_selector(service, gateway, *matchers)}"
+            tokens = _rate(service, gateway, *matchers, series=metrics.TOKENS)
             rules.append(
                 {
                     "record": metrics.COST_RATE,
-                    "expr": f"sum by ({metrics.CALLER}) (rate({tokens}[{WINDOW}])) * {price:f}",
+                    "expr": f"{tokens} * {price:f}",
                     "labels": {
                         **_labels(service, gateway),
                         metrics.ENDPOINT: b.endpoint,
@@ -167,11 +168,7 @@ def prometheus_rule(
     """The PrometheusRule for the route, in the system namespace of the gateway's cluster:
     failover alerts with more than one tier, spend with a priced endpoint; else None."""
     rules = [
-        *(
-            failover_rules(service, gateway, tiers(backends) - 1, alert)
-            if tiers(backends) > 1
-            else []
-        ),
+        *(failover_rules(service, gateway, alert) if tiers(backends) > 1 else []),
         *cost_rules(service, gateway, backends),
     ]
     if not rules:

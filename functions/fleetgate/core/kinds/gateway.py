@@ -118,7 +118,7 @@ class Monitoring(Model):
     """Compose a PrometheusRule (monitoring.coreos.com/v1) onto this gateway's cluster for every
     ModelService it routes to more than one priority tier or to a priced endpoint: the share
     of requests a fallback tier served and of requests that failed, the alerts
-    FleetgateFailoverActive and FleetgateAllTiersFailing, and each caller's spend per second
+    FleetgateFailoverActive and FleetgateAllTiersFailing, and the service's spend per second
     (fleetgate:modelservice_cost:rate5m). Needs the Prometheus Operator's CRDs there. Defaults
     to false."""
 
