@@ -48,6 +48,14 @@ KINDS: Final = [
         "Namespaced",
     ),
     (
+        "apis__networking.k8s.io__v1_openapi.json",
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        "Namespaced",
+    ),
+    (
         "apis__rbac.authorization.k8s.io__v1_openapi.json",
         "rbac.authorization.k8s.io",
         "v1",

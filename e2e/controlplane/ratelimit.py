@@ -70,6 +70,7 @@ from fleetgate.core.constants import (
     TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
+from fleetgate.inference_cluster import stack
 from fleetgate.model_service import naming as service_naming
 
 NAMESPACE = envoygateway.NAMESPACE
@@ -557,6 +558,7 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
     reset = max((int(str(s.get("durationUntilReset", "0s")).rstrip("s")) for s in month), default=0)
     if not month or not 0 < reset <= 30 * 86_400:
         problems.append(f"the monthly budget's window: {after}")
+    problems += redis_admission_problems(workload)
     driver.patch_spec(SERVICE, {"access": None})
     problems += driver.settle(
         f"{SERVICE[1]}/{SERVICE[2]} open again",
@@ -570,6 +572,47 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
         f"the window resets in {reset} s",
     ]
     return DrillOutcome(problems, loaded, observed)
+
+
+def redis_admission_problems(workload: Cluster) -> list[str]:
+    """Whom the composed NetworkPolicy admits to the stack's Redis, judged against the pods
+    that really run in Envoy Gateway's namespace: the rate-limit service's (as Envoy
+    Gateway created its Deployment) and no other, on the port Redis listens on.
+
+    No network plugin runs here, so the policy is not enforced: what is shown is that
+    the real API server took it and that it selects exactly what it must (issue 52).
+    """
+    kube = workload.admin
+    policy = kube.get("networking.k8s.io/v1", "NetworkPolicy", stack.RATE_LIMIT_REDIS, NAMESPACE)
+    if policy is None:
+        return [f"{workload.name}: no NetworkPolicy {NAMESPACE}/{stack.RATE_LIMIT_REDIS}"]
+    spec = policy["spec"]
+    pods = {
+        d["metadata"]["name"]: (d["spec"]["template"]["metadata"].get("labels") or {})
+        for d in kube.list("apps/v1", "Deployment", NAMESPACE)
+    }
+
+    def selected(selector: Obj) -> list[str]:
+        wanted = (selector or {}).get("matchLabels") or {}
+        return sorted(n for n, labels in pods.items() if wanted.items() <= labels.items())
+
+    problems = []
+    if selected(spec.get("podSelector") or {}) != [stack.RATE_LIMIT_REDIS]:
+        problems.append(f"the policy applies to {selected(spec.get('podSelector') or {})}")
+    if spec.get("policyTypes") != ["Ingress"]:
+        problems.append(f"policy types {spec.get('policyTypes')}")
+    admitted = [
+        name
+        for rule in spec.get("ingress") or []
+        for peer in rule.get("from") or [{}]
+        for name in (selected(peer["podSelector"]) if "podSelector" in peer else ["(anyone)"])
+    ]
+    if admitted != [DEPLOYMENT]:
+        problems.append(f"Redis admits {admitted}, not only {DEPLOYMENT}")
+    ports = [p.get("port") for rule in spec.get("ingress") or [] for p in rule.get("ports") or []]
+    if ports != [stack.RATE_LIMIT_REDIS_PORT]:
+        problems.append(f"Redis admitted on ports {ports}")
+    return [f"{workload.name}: {p}" for p in problems]
 
 
 def services() -> list[str]:

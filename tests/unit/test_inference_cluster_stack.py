@@ -144,13 +144,38 @@ def test_the_rate_limit_redis_is_the_stacks_own_on_the_cluster(installed: list[A
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
 
 
+def test_only_the_rate_limit_service_may_reach_its_redis(installed: list[Any]) -> None:
+    """Every caller's counters are in it, and it has no password (issue 52)."""
+    desired = installed[-1].desired
+    deployment = manifest_of(desired[stack.redis_key("Deployment")])
+    policy = manifest_of(desired[stack.redis_key("NetworkPolicy")])
+    assert policy["metadata"] == deployment["metadata"]
+    spec = policy["spec"]
+    assert spec["podSelector"] == deployment["spec"]["selector"]
+    assert spec["policyTypes"] == ["Ingress"], "no other ingress rule admits anyone else"
+    (rule,) = spec["ingress"]
+    assert rule["from"] == [
+        {
+            "podSelector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": "envoy-ratelimit",
+                    "app.kubernetes.io/component": "ratelimit",
+                    "app.kubernetes.io/managed-by": "envoy-gateway",
+                }
+            }
+        }
+    ]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 6379}]
+
+
 def test_a_shared_redis_replaces_the_stacks_own() -> None:
     shared = "redis.limits.example.com:6379"
     xr = cluster_xr(stack={"install": True, "rateLimitRedis": shared})
     final = settle(xr, gateways("public"), remote=cluster_side())[-1]
     values = final.desired[stack.release_key("envoy-gateway")]["spec"]["forProvider"]["values"]
     assert values["config"]["envoyGateway"]["rateLimit"]["backend"]["redis"]["url"] == shared
-    assert not {stack.redis_key("Deployment"), stack.redis_key("Service")} & set(final.desired)
+    own = {stack.redis_key(kind) for kind in ("Deployment", "Service", "NetworkPolicy")}
+    assert not own & set(final.desired)
     assert final.conditions["StackReady"][:2] == ("True", "StackInstalled")
 
 

@@ -84,6 +84,15 @@ RATE_LIMIT_REDIS_URL: Final = (
 )
 # Debian bookworm's redis-server, the version the real control plane runs.
 RATE_LIMIT_REDIS_IMAGE: Final = "docker.io/library/redis:7.0.15"
+# The pods of the rate-limit service Envoy Gateway provisions in its namespace
+# (rateLimitLabels, internal/infrastructure/kubernetes/ratelimit/resource.go:
+# 130-137 at v1.8.3; InfraName "envoy-ratelimit"): the only pods that may reach
+# its Redis, where every caller's counters are.
+RATE_LIMIT_SERVICE_LABELS: Final = {
+    "app.kubernetes.io/name": "envoy-ratelimit",
+    "app.kubernetes.io/component": "ratelimit",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+}
 
 
 def _header_mapping(pairs: dict[str, str]) -> str:
@@ -313,10 +322,18 @@ CHARTS: Final[tuple[Chart, ...]] = (
 
 
 def rate_limit_redis() -> list[Manifest]:
-    """The Redis the rate-limit service counts in: a Deployment and its Service.
+    """The Redis the rate-limit service counts in: a Deployment, its Service, and the
+    NetworkPolicy admitting only the rate-limit service.
 
     Counters only: no persistence, so a restart forgets the current windows
     (callers get a fresh allowance), as Envoy Gateway's own example does.
+    Redis here has no password (Envoy Gateway v1.8.3 passes the rate-limit
+    service no REDIS_AUTH, and a password would have to be made on the
+    cluster): any pod reaching it could reset or inflate any caller's
+    counters, so ingress is admitted from Envoy Gateway's rate-limit pods
+    only, on the Redis port. It holds where the cluster's network plugin
+    enforces NetworkPolicy (Calico, Cilium and the managed offerings' policy
+    modes do; a plugin that does not leaves Redis open to the cluster).
     """
     labels = {"app.kubernetes.io/name": RATE_LIMIT_REDIS}
     meta = {"name": RATE_LIMIT_REDIS, "namespace": EG_NAMESPACE}
@@ -344,6 +361,22 @@ def rate_limit_redis() -> list[Manifest]:
             "spec": {
                 "selector": labels,
                 "ports": [{"name": "redis", "port": RATE_LIMIT_REDIS_PORT, "targetPort": "redis"}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": dict(meta),
+            "spec": {
+                "podSelector": {"matchLabels": labels},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        # A podSelector alone: pods of this namespace, Envoy Gateway's.
+                        "from": [{"podSelector": {"matchLabels": dict(RATE_LIMIT_SERVICE_LABELS)}}],
+                        "ports": [{"protocol": "TCP", "port": RATE_LIMIT_REDIS_PORT}],
+                    }
+                ],
             },
         },
     ]
