@@ -160,6 +160,11 @@ def start(sup: Supervisor, workload: Cluster) -> Namespace:
             kube.apply(obj)
     for obj in [*ai_gateway_grants(), *gateway_classes()]:
         kube.apply(obj)
+    # The stack's own Redis beside it, as compose-inference-cluster composes it with the
+    # stack: its Deployment (a redis-server process stands for the pod, ratelimit.py),
+    # Service and NetworkPolicy, taken and kept by the real API server.
+    for obj in stack.rate_limit_redis():
+        kube.apply(obj)
     _certgen(workload, objects)
     root = _root(workload, objects)
     netns = Namespace(sup, f"{workload.name}-envoy-gateway")

@@ -18,9 +18,10 @@ runs as processes:
   cluster, with the volumes' modes. So it dials Envoy Gateway's xDS with its
   client certificate, and the rules it enforces are the ones Envoy Gateway
   translated from the cluster's BackendTrafficPolicies;
-* Redis (Debian's ``redis-server``), its backend, standing for the Redis
-  Deployment the stack composes behind the configured URL: on the URL's port,
-  on loopback, without persistence.
+* Redis (Debian's ``redis-server``), its backend, standing for the pod of the
+  Redis Deployment the stack composes behind the configured URL (that
+  Deployment, its Service and NetworkPolicy are on the cluster, envoygateway.py):
+  on the URL's port, on loopback, without persistence.
 
 The pod runs in its own loopback-only network namespace, as a pod has its
 own: its gRPC port (8081, src/settings/settings.go:28 at the pinned version)
@@ -32,7 +33,8 @@ same port in Envoy Gateway's namespace, as the Service would carry it.
 
 Real: the service's binary, its environment and certificates, the xDS
 configuration it loads and Redis counting against it. Not real: DNS (a hosts
-file), Redis's Deployment and Service (one process on the URL's port), and
+file), Redis's pod (one process on the URL's port; no network plugin enforces
+its NetworkPolicy), and
 Envoy, which would call the service: no Envoy binary is obtainable here, so a
 test calls the service itself with the descriptors Envoy would send
 (``should_rate_limit``, over the service's HTTP ``/json`` endpoint, which
