@@ -1,15 +1,13 @@
 """The LLMD endpoint picker: llm-d-router v0.10.0's, reading InferencePool v1.
 
-The image is the one llm-d-router's release builds for tag v0.10.0; the runner
-facts are GAIE v1.5.0's (the module llm-d-router v0.10.0 builds on, which the
-Go module proxy serves; llm-d-router's own module it refuses):
+The image is the one llm-d-router's release builds for tag v0.10.0; every runner
+fact is read from llm-d-router at that tag (its own runner, cmd/epp/main.go:32):
 
-* the runner's flags: ``pkg/epp/server/options.go:120-193``, logging's ``-v`` and
-  controller-runtime's zap flags (``pkg/common/observability/logging/options.go:50-63``);
-  an unknown flag stops the picker at start (``cmd/epp/runner/runner.go:161-162``);
+* the runner's flags: ``pkg/epp/server/options.go:158-241``, logging's ``-v`` and
+  controller-runtime's zap flags (``pkg/common/observability/logging/options.go:50-62``);
 * its gRPC health server knows the services ``liveness``, ``readiness`` and
-  the ext_proc service (``cmd/epp/runner/health.go:41-44,64-86``);
-* the scheduling plugin types a config may name (``runner.go:452-461``).
+  the ext_proc service (``cmd/epp/runner/health.go:51-52,80-104``);
+* the scheduling plugin types the config names (each plugin's registered type).
 """
 
 from typing import Any
@@ -21,47 +19,52 @@ from fleetgate.model_deployment.providers.base import Workload
 from fleetgate.model_deployment.providers.dynamo import DynamoOverrides, EndpointPicker
 from tests.unit.test_model_deployment_builders import WORKLOAD, grants
 
-# ghcr.io/llm-d/<repository>-endpoint-picker:<tag> (llm-d-router
-# .github/workflows/ci-release.yaml, Makefile EPP_IMAGE_NAME).
+# llm-d-router v0.10.0 Makefile:21,26-30 (EPP_IMAGE_NAME under ghcr.io/llm-d).
 RELEASE_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
 EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 
-# Every flag GAIE v1.5.0's runner defines (pkg/epp/server/options.go:120-193, with
-# logging/options.go:50-63) and the zap flags controller-runtime binds there.
+# Every flag llm-d-router v0.10.0's runner defines (pkg/epp/server/options.go:158-241),
+# logging's -v and the zap flags it binds (pkg/common/observability/logging/options.go:50-62).
 RUNNER_FLAGS = frozenset(
     {
-        "--grpc-port",
-        "--ha-enable-leader-election",
-        "--pool-group",
-        "--pool-namespace",
-        "--pool-name",
-        "--endpoint-selector",
-        "--endpoint-target-ports",
-        "--disable-endpoint-subset-filter",
-        "--model-server-metrics-scheme",
-        "--model-server-metrics-path",
-        "--model-server-metrics-port",
-        "--model-server-metrics-https-insecure-skip-verify",
-        "--refresh-metrics-interval",
-        "--refresh-prometheus-metrics-interval",
-        "--metrics-staleness-threshold",
-        "--total-queued-requests-metric",
-        "--total-running-requests-metric",
-        "--kv-cache-usage-percentage-metric",
-        "--lora-info-metric",
+        "--allow-experimental-plugins",
         "--cache-info-metric",
-        "--v",
-        "--tracing",
-        "--health-checking",
-        "--metrics-port",
-        "--grpc-health-port",
-        "--enable-pprof",
         "--cert-path",
-        "--enable-cert-reload",
-        "--secure-serving",
-        "--metrics-endpoint-auth",
         "--config-file",
         "--config-text",
+        "--disable-endpoint-subset-filter",
+        "--drain-timeout",
+        "--emit-endpoint-scores",
+        "--enable-cert-reload",
+        "--enable-grpc-stream-metrics",
+        "--enable-pprof",
+        "--endpoint-selector",
+        "--endpoint-target-ports",
+        "--grpc-health-port",
+        "--grpc-max-recv-msg-size",
+        "--grpc-max-send-msg-size",
+        "--grpc-port",
+        "--ha-enable-leader-election",
+        "--health-checking",
+        "--kv-cache-usage-percentage-metric",
+        "--lora-info-metric",
+        "--metrics-cert-dir",
+        "--metrics-client-ca-file",
+        "--metrics-endpoint-auth",
+        "--metrics-port",
+        "--metrics-staleness-threshold",
+        "--pool-group",
+        "--pool-name",
+        "--pool-namespace",
+        "--refresh-metrics-interval",
+        "--refresh-prometheus-metrics-interval",
+        "--secure-serving",
+        "--tls-cipher-suites",
+        "--tls-min-version",
+        "--total-queued-requests-metric",
+        "--total-running-requests-metric",
+        "--tracing",
+        "--v",
         "--zap-devel",
         "--zap-encoder",
         "--zap-log-level",
@@ -70,8 +73,8 @@ RUNNER_FLAGS = frozenset(
     }
 )
 
-# Plugin type -> role, for every scheduling type the runner registers
-# (GAIE v1.5.0 cmd/epp/runner/runner.go:452-461).
+# Plugin type -> role, for scheduling types llm-d-router v0.10.0 registers
+# (cmd/epp/runner/runner.go:611-628).
 REGISTERED_PLUGINS: dict[str, str] = {
     "prefix-cache-scorer": "scorer",
     "max-score-picker": "picker",
@@ -154,11 +157,11 @@ def _config() -> dict[str, Any]:
 
 
 def test_the_picker_config_is_the_releases_endpoint_picker_config_format() -> None:
-    # GAIE v1.5.0 apix/config/v1alpha1: zz_generated.register.go:31-34 and
-    # endpointpickerconfig_types.go:32-60; decoded strictly (configloader.go:165).
+    # llm-d-router v0.10.0 apix/config/v1alpha1/zz_generated.register.go:15-18; decoded
+    # strictly (pkg/epp/config/loader/configloader.go:237-238).
     config = _config()
     assert (config["apiVersion"], config["kind"]) == (
-        "inference.networking.x-k8s.io/v1alpha1",
+        "llm-d.ai/v1alpha1",
         "EndpointPickerConfig",
     )
     assert set(config) <= {"apiVersion", "kind", "plugins", "schedulingProfiles"}
@@ -183,8 +186,8 @@ def _roles() -> dict[str, str]:
 @pytest.mark.parametrize(
     ("role", "instances"),
     [
-        # Explicit rather than added by the loader's defaults (GAIE v1.5.0
-        # pkg/epp/config/loader/defaults.go:163-213).
+        # Explicit rather than added by the loader's defaults (llm-d-router v0.10.0
+        # pkg/epp/config/loader/defaults.go:146-220).
         ("profile-handler", 1),
         ("picker", 1),
     ],
@@ -195,7 +198,7 @@ def test_the_picker_config_names_its_profile_handler_and_picker(role: str, insta
 
 def test_every_scorer_in_the_profile_carries_its_weight() -> None:
     # Fleetgate weighs its scorers itself rather than take the loader's
-    # default of one for each (GAIE v1.5.0 pkg/epp/config/loader/defaults.go:200-202).
+    # default of one for each (llm-d-router v0.10.0 pkg/epp/config/loader/defaults.go:41-44).
     roles = _roles()
     (profile,) = _config()["schedulingProfiles"]
     refs = profile["plugins"]

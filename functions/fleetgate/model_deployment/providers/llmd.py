@@ -8,15 +8,13 @@ to watch the pool and its pods.
 
 The pool is InferencePool ``inference.networking.k8s.io/v1`` as the clusters'
 CRD (GAIE v1.0.2) defines it. The picker is llm-d-router v0.10.0's endpoint
-picker, built on GAIE v1.5.0: the GHCR package of the release Fleetgate used
-before (llm-d-inference-scheduler v0.3.2) is no longer public, so it cannot be
-pulled. The v0.10.0 picker reads the pool through GAIE v1.5.0's v1 types,
-whose extra optional fields it finds unset on a v1.0.2 object. Its runner's
-flags, ports, health services and ``EndpointPickerConfig`` format are taken
-from GAIE v1.5.0 (served by the Go module proxy), the runner llm-d-router
-carries; the llm-d-router module itself is refused by the proxy here, so its
-own files were read from an indexed copy of the repository, cited below by
-commit, that could not be tied to the v0.10.0 tag.
+picker, built on GAIE v1.5.0 (its ``go.mod``): the GHCR package of the release
+Fleetgate used before (llm-d-inference-scheduler v0.3.2) is no longer public,
+so it cannot be pulled. The v0.10.0 picker reads the pool through GAIE
+v1.5.0's v1 types, whose extra optional fields it finds unset on a v1.0.2
+object; an unset ``appProtocol`` constrains nothing (``cmd/epp/runner/
+health.go:135-141``). Its runner is llm-d-router's own (``cmd/epp/main.go:32,
+45``), and every fact below is read from llm-d-router at the v0.10.0 tag.
 """
 
 import hashlib
@@ -32,23 +30,22 @@ from fleetgate.model_deployment.providers.base import (
     Workload,
 )
 
-# --pool-group, GAIE v1.5.0 pkg/epp/server/options.go:96,129
+# --pool-group (llm-d-router v0.10.0 pkg/epp/server/options.go:136,173)
 POOL_GROUP = "inference.networking.k8s.io"
-# The image llm-d-router's release workflow pushes for a tag: ghcr.io/llm-d/<repository
-# name>-endpoint-picker:<tag> (.github/workflows/ci-release.yaml:27-28,36-37 and
-# ci-build-images.yaml, at indexed commit 0b1db3e5), the name its Makefile also builds
-# (Makefile:20-27 at indexed commit 04be3973: EPP_IMAGE_NAME llm-d-router-endpoint-picker).
+# The image llm-d-router's release builds for a tag: ghcr.io/llm-d/llm-d-router-endpoint-picker
+# (v0.10.0 Makefile:21,26-30; .github/ISSUE_TEMPLATE/new-release.md:105,143).
 # Where the picker finds InferenceObjectives and InferenceModelRewrites (see picker_rbac).
 OBJECTIVE_GROUP = "llm-d.ai"
 LEGACY_OBJECTIVE_GROUP = "inference.networking.x-k8s.io"
 PICKER_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
-# The runner's default ports (GAIE v1.5.0 pkg/epp/server/options.go:31,112-113).
+# The runner's default ports (v0.10.0 pkg/epp/server/options.go:41,150-151), the ones
+# its image exposes (Dockerfile.epp:53-55).
 PICKER_PORT = 9002  # ext-proc gRPC, what the gateway calls
 PICKER_HEALTH_PORT = 9003
 PICKER_METRICS_PORT = 9090
-# A gRPC health service the picker's health server knows (GAIE v1.5.0
-# cmd/epp/runner/health.go:64-86): with leader election an unknown name is
-# SERVICE_UNKNOWN; without it every name passes (:49-57), the known one too.
+# A gRPC health service the picker's health server knows (v0.10.0
+# cmd/epp/runner/health.go:80-104): with leader election an unknown name is
+# SERVICE_UNKNOWN; without it every name passes once the pool synced (:66-73).
 PICKER_HEALTH_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 CONFIG_FILE = "epp-config.yaml"
 CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
@@ -64,21 +61,24 @@ CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 # FailOpen that no gateway of this fleet honours.
 FAILURE_MODE = "FailClose"
 
-# The picker's configuration, an EndpointPickerConfig
-# inference.networking.x-k8s.io/v1alpha1 (GAIE v1.5.0
-# apix/config/v1alpha1/zz_generated.register.go:31-34, endpointpickerconfig_types.go:32-60),
-# decoded strictly (pkg/epp/config/loader/configloader.go:165). JSON is YAML, and keeps
+# The picker's configuration, an EndpointPickerConfig llm-d.ai/v1alpha1 (v0.10.0
+# apix/config/v1alpha1/zz_generated.register.go:15-18; the older group
+# inference.networking.x-k8s.io is still read but deprecated, pkg/epp/config/loader/
+# configloader.go:53-70), decoded strictly (configloader.go:237-238). JSON is YAML, and keeps
 # the function free of a YAML dependency. The data layer (metrics scraped from the
-# engines) and the request parser are left to the loader's defaults (loader/defaults.go:242-325).
+# engines) and the request parser are left to the loader's defaults (loader/defaults.go:242-331).
 #
-# One profile that scores by queue depth, KV-cache use and prefix-cache hits: in-tree
-# scorers the runner registers (GAIE v1.5.0 cmd/epp/runner/runner.go:452-458). The
+# One profile that scores by queue depth, KV-cache use and prefix-cache hits: plugins
+# v0.10.0 registers under these names (pkg/epp/framework/plugins/scheduling/scorer/
+# queuedepth/queue.go:30, kvcacheutilization/kvcache_utilization.go:29, prefix/
+# plugin.go:59; picker/maxscore/picker.go:39; profilehandler/single/
+# single_profile_handler.go:30). The
 # profile handler and picker are named rather than left to the loader's defaults
-# (loader/defaults.go:163-213). llm-d's own plugins are for disaggregated
+# (loader/defaults.go:146-220). llm-d's own plugins are for disaggregated
 # prefill/decode pods labelled llm-d.ai/role and for KV events from vLLM; these
 # pools are neither.
 PICKER_CONFIG: dict[str, Any] = {
-    "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+    "apiVersion": "llm-d.ai/v1alpha1",
     "kind": "EndpointPickerConfig",
     "plugins": [
         {"type": "single-profile-handler"},
@@ -91,7 +91,7 @@ PICKER_CONFIG: dict[str, Any] = {
         {
             "name": "default",
             # Every scorer has its weight, chosen here rather than the loader's
-            # default of one for each (loader/defaults.go:200-202).
+            # default of one for each (loader/defaults.go:41-44).
             "plugins": [
                 {"pluginRef": "queue-scorer", "weight": 2},
                 {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
@@ -145,11 +145,11 @@ def picker_auth_rbac(workload: Workload) -> tuple[Manifest, Manifest]:
 
     The picker serves /metrics behind controller-runtime's
     WithAuthenticationAndAuthorization filter unless --metrics-endpoint-auth is
-    turned off (GAIE v1.5.0 cmd/epp/runner/runner.go:274-282, on by default,
-    pkg/epp/server/options.go:116), which asks the API server to review each
+    turned off (llm-d-router v0.10.0 cmd/epp/runner/runner.go:393-394, on by
+    default, pkg/epp/server/options.go:154), which asks the API server to review each
     scraper's token and access: without create on tokenreviews and
-    subjectaccessreviews every scrape is refused. GAIE v1.5.0's chart grants
-    exactly these (config/charts/epplib/templates/_rbac.yaml:1-38).
+    subjectaccessreviews every scrape is refused. Its chart grants exactly these
+    (v0.10.0 config/charts/routerlib/templates/_rbac.yaml:11-20).
     Both kinds are cluster-scoped, hence no namespace and a cluster-wide name.
     """
     name = picker_auth_name(workload)
@@ -194,10 +194,10 @@ def picker_rbac(workload: Workload) -> tuple[Manifest, Manifest, Manifest]:
     InferenceObjectives and InferenceModelRewrites; a watch it may not list
     keeps its cache from syncing. llm-d-router moved the two to the group
     ``llm-d.ai`` (its v0.10.0 CRDs, e2e/crds/off-proxy/llm-d-router/v0.10.0) and
-    its chart grants them under both groups (config/charts/inferencepool/
-    templates/rbac.yaml:9-14 at indexed commit 9fab645a); GAIE v1.5.0's grants
-    the x-k8s.io ones and the pods (config/charts/inferencepool/templates/
-    rbac.yaml:9-14, epplib/templates/_rbac.yaml:49-51).
+    its chart grants them under both groups, with the pool (v0.10.0 config/
+    charts/llm-d-router-gateway/templates/rbac.yaml:8-16) and the pods
+    (routerlib/templates/_rbac.yaml:50-52). It watches either only where its
+    CRD is installed (pkg/epp/server/controller_manager.go:44-58).
     """
     name = picker_name(workload)
     read = ["get", "list", "watch"]
@@ -243,8 +243,8 @@ def picker_deployment(workload: Workload, image: str = PICKER_IMAGE) -> Manifest
     container = {
         "name": "epp",
         "image": image,
-        # GAIE v1.5.0 pkg/epp/server/options.go:129-133,191 (pool, config file) and
-        # controller-runtime's zap flags (pkg/common/observability/logging/options.go:59-62).
+        # v0.10.0 pkg/epp/server/options.go:173-177,237 (pool, config file) and the zap
+        # flags (pkg/common/observability/logging/options.go:29).
         "args": [
             *("--pool-name", workload.name),
             *("--pool-namespace", workload.namespace),
