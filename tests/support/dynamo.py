@@ -3,11 +3,12 @@
 Not from the CRD: Dynamo 1.6.1's v1beta1 CRD could not be obtained (the Go module
 proxy refuses the Dynamo modules and no package carries the CRD). What could be had
 are Dynamo's own v1beta1 DynamoGraphDeployment templates, as the ``ai-dynamo`` 1.6.1
-wheel ships them (kept unchanged, with their licence, in ``dynamo-1.6.1/`` beside this
-module). ``dynamo_crd()`` walks every one of them and declares each field path they
-use with the JSON type they give it (object, array, string, integer); any other field
-is unknown and reported, as an API server reports a field its structural schema does
-not declare. Where the templates disagree on a path's type, building the schema fails.
+wheel ships them, read in place from ``shared/upstream/dynamo-1.6.1/templates`` beside
+the checkout (nothing of them is copied into the project). ``dynamo_crd()`` walks every
+one of them and declares each field path they use with the JSON type they give it
+(object, array, string, integer); any other field is unknown and reported, as an API
+server reports a field its structural schema does not declare. Where the templates
+disagree on a path's type, building the schema fails.
 
 Beyond the templates the schema declares only what Fleetgate writes and the
 templates cannot show, each typed as the Kubernetes core/v1 type it is (taken from
@@ -40,7 +41,9 @@ import yaml
 
 from e2e import crds
 
-TEMPLATES = Path(__file__).parent / "dynamo-1.6.1" / "templates"
+# Beside the checkout, as the project's reference material is (shared/upstream/README.md).
+UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
+TEMPLATES = UPSTREAM / "dynamo-1.6.1" / "templates"
 JSON_TYPES: dict[type, str] = {dict: "object", list: "array", str: "string", int: "integer"}
 # A path step into a list's items.
 ITEMS = "[]"
@@ -50,7 +53,12 @@ CONTAINER = (*POD, "spec", "containers", ITEMS)
 
 
 def templates() -> dict[str, dict[str, Any]]:
-    """Every template, by its path below ``TEMPLATES``."""
+    """Every template, by its path below ``TEMPLATES``; missing templates are an error."""
+    if not TEMPLATES.is_dir():
+        raise FileNotFoundError(
+            f"Dynamo 1.6.1's templates are not at {TEMPLATES}: the DynamoGraphDeployment schema "
+            "is derived from them (shared/upstream beside the checkout)"
+        )
     return {
         p.relative_to(TEMPLATES).as_posix(): yaml.safe_load(p.read_text())
         for p in sorted(TEMPLATES.rglob("*.yaml"))
