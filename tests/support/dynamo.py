@@ -1,21 +1,38 @@
-"""The DynamoGraphDeployment CRD as the Dynamo operator's Go types declare it.
+"""The DynamoGraphDeployment ``nvidia.com/v1beta1`` schema, derived from Dynamo 1.6.1's templates.
 
-Dynamo's CRD is not in the pinned set (the Go module proxy refuses the module), so
-what compose-model-deployment renders for Dynamo is validated against
-``dynamo_crd()``: a schema written here from the operator's Go API types, as read
-from github.com/ai-dynamo/dynamo (``deploy/cloud/operator/api/v1alpha1``:
-``dynamographdeployment_types.go`` at 039eb630, ``dynamocomponentdeployment_types.go``
-at 967e177c, ``common.go`` at 6746518), with the core/v1 subschemas (PodSpec,
-Container, EnvVar, Probe, ResourceClaim) taken from the pinned KubeRay CRD, which
-embeds the same Kubernetes types. Two relaxations follow the operator's own examples,
-which set ``extraPodSpec`` with only a ``mainContainer`` and a ``mainContainer``
-without a name. Fields outside the types are unknown fields, as a real API server
-with the real CRD would report them; what the schema cannot check is the operator's
-behaviour (that is what "experimental" means). The renderers' tests and the
-hardening suite both validate against it.
+Not from the CRD: Dynamo 1.6.1's v1beta1 CRD could not be obtained (the Go module
+proxy refuses the Dynamo modules and no package carries the CRD). What could be had
+are Dynamo's own v1beta1 DynamoGraphDeployment templates, as the ``ai-dynamo`` 1.6.1
+wheel ships them, read in place from ``shared/upstream/dynamo-1.6.1/templates`` beside
+the checkout (nothing of them is copied into the project). ``dynamo_crd()`` walks every
+one of them and declares each field path they use with the JSON type they give it
+(object, array, string, integer); any other field is unknown and reported, as an API
+server reports a field its structural schema does not declare. Where the templates
+disagree on a path's type, building the schema fails.
+
+Beyond the templates the schema declares only what Fleetgate writes and the
+templates cannot show, each typed as the Kubernetes core/v1 type it is (taken from
+the pinned KubeRay CRD, which embeds the same types):
+
+* ``metadata``: an ObjectMeta, which the API server checks, not the CRD;
+* ``spec.env``: a list of EnvVar (v1alpha1's ``spec.envs``, renamed in v1beta1);
+* a component's ``podTemplate.metadata`` labels and annotations, and its pod spec's
+  ``nodeSelector`` and ``tolerations`` (v1beta1 folds v1alpha1's pod metadata and
+  extra pod spec into the podTemplate, a core/v1 pod template);
+* the ``main`` container's ``env`` (v1beta1 folds v1alpha1's ``envs`` into it);
+* ``status``, which the operator writes.
+
+v1beta1's ``multinode.nodeCount`` is not declared: Fleetgate never writes it
+(``multinode`` is a sizing key every override refuses).
+
+So the schema checks the shape of the object against what Dynamo's own templates
+write, not the operator's behaviour, nor fields the CRD may have that the templates
+do not use (those are refused here: Fleetgate writes none). The renderers' tests,
+the examples' tests and the hardening suite all validate against it.
 """
 
 import copy
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,107 +41,97 @@ import yaml
 
 from e2e import crds
 
+# Beside the checkout, as the project's reference material is (shared/upstream/README.md).
+UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
+TEMPLATES = UPSTREAM / "dynamo-1.6.1" / "templates"
+JSON_TYPES: dict[type, str] = {dict: "object", list: "array", str: "string", int: "integer"}
+# A path step into a list's items.
+ITEMS = "[]"
+COMPONENT = ("spec", "components", ITEMS)
+POD = (*COMPONENT, "podTemplate")
+CONTAINER = (*POD, "spec", "containers", ITEMS)
 
-def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    node: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        node["required"] = required
-    return node
+
+def templates() -> dict[str, dict[str, Any]]:
+    """Every template, by its path below ``TEMPLATES``; missing templates are an error."""
+    if not TEMPLATES.is_dir():
+        raise FileNotFoundError(
+            f"Dynamo 1.6.1's templates are not at {TEMPLATES}: the DynamoGraphDeployment schema "
+            "is derived from them (shared/upstream beside the checkout)"
+        )
+    return {
+        p.relative_to(TEMPLATES).as_posix(): yaml.safe_load(p.read_text())
+        for p in sorted(TEMPLATES.rglob("*.yaml"))
+    }
 
 
-def _array(items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": items}
+def derive(values: Sequence[Any], path: str = "") -> dict[str, Any]:
+    """The schema of every value seen at one path: its keys or items, or its scalar type."""
+    kinds = {JSON_TYPES.get(type(v), type(v).__name__) for v in values}
+    if len(kinds) != 1:
+        raise ValueError(f"{path or '.'}: the templates give it {sorted(kinds)}")
+    (kind,) = kinds
+    if kind == "object":
+        keys = sorted({k for v in values for k in v})
+        return {
+            "type": "object",
+            "properties": {
+                k: derive([v[k] for v in values if k in v], f"{path}.{k}") for k in keys
+            },
+        }
+    if kind == "array":
+        return {"type": "array", "items": derive([i for v in values for i in v], path + ITEMS)}
+    return {"type": kind}
+
+
+def _node(schema: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    for step in path:
+        schema = schema["items"] if step == ITEMS else schema["properties"][step]
+    return schema
+
+
+def _graft(schema: dict[str, Any], path: tuple[str, ...], fields: dict[str, Any]) -> None:
+    """Declare ``fields`` at ``path``, which the templates must already have, and no field twice."""
+    properties = _node(schema, path)["properties"]
+    twice = sorted(set(fields) & set(properties))
+    if twice:
+        raise ValueError(f"{'.'.join(path)}: the templates already declare {twice}")
+    properties.update(fields)
+
+
+def _core_v1() -> dict[str, Any]:
+    """The core/v1 PodSpec schema of the pinned KubeRay CRD."""
+    ray = yaml.safe_load((crds.fetch() / "kuberay/v1.7.0/ray.io_rayservices.yaml").read_text())
+    (v1,) = (v for v in ray["spec"]["versions"] if v["name"] == "v1")
+    cluster = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    head = cluster["rayClusterConfig"]["properties"]["headGroupSpec"]["properties"]
+    return copy.deepcopy(head["template"]["properties"]["spec"])
 
 
 @cache
 def dynamo_crd() -> dict[str, Any]:
-    """The DynamoGraphDeployment CRD as the Go types declare it (module docstring)."""
-    ray = yaml.safe_load((crds.fetch() / "kuberay/v1.7.0/ray.io_rayservices.yaml").read_text())
-    (v1,) = (v for v in ray["spec"]["versions"] if v["name"] == "v1")
-    cluster = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-    pod = copy.deepcopy(
-        cluster["rayClusterConfig"]["properties"]["headGroupSpec"]["properties"]["template"][
-            "properties"
-        ]["spec"]
-    )
-    main = copy.deepcopy(pod["properties"]["containers"]["items"])
-    main.pop("required", None)
-    env = main["properties"]["env"]["items"]
-    probe = main["properties"]["livenessProbe"]
-    claim = main["properties"]["resources"]["properties"]["claims"]["items"]
-    pod.pop("required", None)
-    pod["properties"]["mainContainer"] = main
-    string = {"type": "string"}
-    strings = {"type": "object", "additionalProperties": string}
-    quantity = {
-        "anyOf": [{"type": "integer"}, {"type": "string"}],
-        "x-kubernetes-int-or-string": True,
+    """The DynamoGraphDeployment CRD as Dynamo 1.6.1's templates shape it (module docstring)."""
+    schema = derive(list(templates().values()))
+    pod = _core_v1()["properties"]
+    env = pod["containers"]["items"]["properties"]["env"]
+    strings = {"type": "object", "additionalProperties": {"type": "string"}}
+    schema["properties"]["metadata"] = {"type": "object"}
+    schema["properties"]["status"] = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
     }
-    item = _obj({"cpu": string, "memory": string, "gpu": string, "gpuType": string,
-                 "custom": strings})  # fmt: skip
-    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    shared = _obj(
-        {
-            "annotations": strings,
-            "labels": strings,
-            "serviceName": string,
-            "componentType": string,
-            "subComponentType": string,
-            "dynamoNamespace": string,
-            "globalDynamoNamespace": {"type": "boolean"},
-            "resources": _obj({"requests": item, "limits": item, "claims": _array(claim)}),
-            "autoscaling": free,  # deprecated upstream; not modelled
-            "envs": _array(env),
-            "envFromSecret": string,
-            "volumeMounts": _array(
-                _obj(
-                    {
-                        "name": string,
-                        "mountPoint": string,
-                        "useAsCompilationCache": {"type": "boolean"},
-                    },
-                    ["name"],
-                )
-            ),
-            "ingress": free,
-            "modelRef": _obj({"name": string, "revision": string}, ["name"]),
-            "sharedMemory": _obj({"disabled": {"type": "boolean"}, "size": quantity}),
-            "extraPodMetadata": _obj({"annotations": strings, "labels": strings}),
-            "extraPodSpec": pod,
-            "livenessProbe": probe,
-            "readinessProbe": probe,
-            "replicas": {"type": "integer", "format": "int32"},
-            "multinode": _obj({"nodeCount": {"type": "integer", "minimum": 2}}, ["nodeCount"]),
-        }
+    _graft(schema, ("spec",), {"env": env})
+    _graft(
+        schema,
+        POD,
+        {"metadata": {"type": "object", "properties": {"labels": strings, "annotations": strings}}},
     )
-    pvc = _obj(
-        {
-            "create": {"type": "boolean"},
-            "name": string,
-            "storageClass": string,
-            "size": quantity,
-            "volumeAccessMode": string,
-        },
-        ["name"],
+    _graft(
+        schema,
+        (*POD, "spec"),
+        {"nodeSelector": pod["nodeSelector"], "tolerations": pod["tolerations"]},
     )
-    spec = _obj(
-        {
-            "dynamoGraph": string,
-            "pvcs": _array(pvc),
-            "services": {"type": "object", "additionalProperties": shared},
-            "envs": _array(env),
-            "backendFramework": {"type": "string", "enum": ["sglang", "vllm", "trtllm"]},
-        }
-    )
-    schema = _obj(
-        {
-            "apiVersion": string,
-            "kind": string,
-            "metadata": {"type": "object"},
-            "spec": spec,
-            "status": free,
-        }
-    )
+    _graft(schema, CONTAINER, {"env": env})
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -141,7 +148,7 @@ def dynamo_crd() -> dict[str, Any]:
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": "v1alpha1",
+                    "name": "v1beta1",
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": schema},

@@ -415,24 +415,28 @@ def test_llmd_endpoint_picker() -> None:
     assert {"pods", "inferencepools"} <= resources
 
 
-def test_llmd_endpoint_picker_may_authenticate_metrics_scrapes() -> None:
-    # GAIE v1.0.2's picker serves /metrics behind controller-runtime's authn/authz
-    # filter (cmd/epp/runner/runner.go:186-189): it must create token and access
-    # reviews, as upstream's chart grants (config/charts/inferencepool/templates/rbac.yaml).
-    by_part = parts("LLMD")
-    account = by_part["picker-account"]["metadata"]
-    role, binding = by_part["picker-auth-role"], by_part["picker-auth-binding"]
-    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
-    assert "namespace" not in role["metadata"]
-    assert "namespace" not in binding["metadata"]
-    grants = {
+def grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """Every (apiGroup, resource, verb) a Role or ClusterRole allows."""
+    return {
         (g, r, v)
         for rule in role["rules"]
         for g in rule["apiGroups"]
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    assert grants == {
+
+
+def test_llmd_endpoint_picker_may_authenticate_metrics_scrapes() -> None:
+    # The picker serves /metrics behind controller-runtime's authn/authz filter
+    # (GAIE v1.5.0 cmd/epp/runner/runner.go:274-282): it must create token and access
+    # reviews, as upstream's chart grants (config/charts/epplib/templates/_rbac.yaml).
+    by_part = parts("LLMD")
+    account = by_part["picker-account"]["metadata"]
+    role, binding = by_part["picker-auth-role"], by_part["picker-auth-binding"]
+    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
+    assert "namespace" not in role["metadata"]
+    assert "namespace" not in binding["metadata"]
+    assert grants(role) == {
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),
     }

@@ -8,8 +8,8 @@ in-process, so a change to the function cannot silently leave them stale.
 The experimental (Dynamo) examples hold ``xr.experimental.yaml`` instead of
 ``xr.yaml``: the generic example test validates against the pinned CRD set
 only, which has no Dynamo CRD. They are rendered through the real Crossplane
-CLI here instead, and validated with the schema written from Dynamo's Go
-types (``test_model_deployment_renderers.dynamo_crd``).
+CLI here instead, and validated with the schema derived from Dynamo 1.6.1's
+own v1beta1 templates (``tests.support.dynamo.dynamo_crd``).
 """
 
 import shutil

@@ -1,17 +1,13 @@
-"""The LLMD endpoint picker: the llm-d release that reads GAIE v1.0.2's InferencePool v1.
+"""The LLMD endpoint picker: llm-d-router v0.10.0's, reading InferencePool v1.
 
-Upstream facts, all at llm-d-router tag v0.3.2 (commit c834d27a; the project
-was still named llm-d-inference-scheduler) and the GAIE module it builds, v1.0.0
-(its ``go.mod:24``), whose EPP code is identical to GAIE v1.0.2's:
+The image is the one llm-d-router's release builds for tag v0.10.0; every runner
+fact is read from llm-d-router at that tag (its own runner, cmd/epp/main.go:32):
 
-* the picker is GAIE v1.0.0's runner with llm-d's plugins registered
-  (``cmd/epp/main.go:36-43``);
-* the runner's flags: ``cmd/epp/runner/runner.go:77-108`` (GAIE v1.0.0), zap's
-  from ``opts.BindFlags`` (``:137-140``);
+* the runner's flags: ``pkg/epp/server/options.go:158-241``, logging's ``-v`` and
+  controller-runtime's zap flags (``pkg/common/observability/logging/options.go:50-62``);
 * its gRPC health server knows the services ``liveness``, ``readiness`` and
-  the ext_proc service (``cmd/epp/runner/health.go:41-44,64-86``);
-* the plugin types a config may name: GAIE's in-tree ones
-  (``runner.go:300-311``) and llm-d's (``pkg/plugins/register.go:12-23``).
+  the ext_proc service (``cmd/epp/runner/health.go:51-52,80-104``);
+* the scheduling plugin types the config names (each plugin's registered type).
 """
 
 from typing import Any
@@ -21,40 +17,54 @@ import pytest
 from fleetgate.model_deployment.providers import PROVIDERS, llmd
 from fleetgate.model_deployment.providers.base import Workload
 from fleetgate.model_deployment.providers.dynamo import DynamoOverrides, EndpointPicker
-from tests.unit.test_model_deployment_builders import WORKLOAD
+from tests.unit.test_model_deployment_builders import WORKLOAD, grants
 
-RELEASE_IMAGE = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"
+# llm-d-router v0.10.0 Makefile:21,26-30 (EPP_IMAGE_NAME under ghcr.io/llm-d).
+RELEASE_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
 EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 
-# Every flag GAIE v1.0.0's runner defines (cmd/epp/runner/runner.go:77-108) and
-# the zap flags controller-runtime binds (:137-140). An unknown flag stops the
-# picker at start (flag.Parse, :141).
+# Every flag llm-d-router v0.10.0's runner defines (pkg/epp/server/options.go:158-241),
+# logging's -v and the zap flags it binds (pkg/common/observability/logging/options.go:50-62).
 RUNNER_FLAGS = frozenset(
     {
-        "--grpc-port",
-        "--grpc-health-port",
-        "--metrics-port",
-        "--enable-pprof",
-        "--pool-name",
-        "--pool-group",
-        "--pool-namespace",
-        "--v",
-        "--secure-serving",
-        "--health-checking",
+        "--allow-experimental-plugins",
+        "--cache-info-metric",
         "--cert-path",
-        "--total-queued-requests-metric",
-        "--kv-cache-usage-percentage-metric",
-        "--lora-info-metric",
-        "--refresh-metrics-interval",
-        "--refresh-prometheus-metrics-interval",
-        "--metrics-staleness-threshold",
         "--config-file",
         "--config-text",
-        "--model-server-metrics-port",
-        "--model-server-metrics-path",
-        "--model-server-metrics-scheme",
-        "--model-server-metrics-https-insecure-skip-verify",
+        "--disable-endpoint-subset-filter",
+        "--drain-timeout",
+        "--emit-endpoint-scores",
+        "--enable-cert-reload",
+        "--enable-grpc-stream-metrics",
+        "--enable-pprof",
+        "--endpoint-selector",
+        "--endpoint-target-ports",
+        "--grpc-health-port",
+        "--grpc-max-recv-msg-size",
+        "--grpc-max-send-msg-size",
+        "--grpc-port",
         "--ha-enable-leader-election",
+        "--health-checking",
+        "--kv-cache-usage-percentage-metric",
+        "--lora-info-metric",
+        "--metrics-cert-dir",
+        "--metrics-client-ca-file",
+        "--metrics-endpoint-auth",
+        "--metrics-port",
+        "--metrics-staleness-threshold",
+        "--pool-group",
+        "--pool-name",
+        "--pool-namespace",
+        "--refresh-metrics-interval",
+        "--refresh-prometheus-metrics-interval",
+        "--secure-serving",
+        "--tls-cipher-suites",
+        "--tls-min-version",
+        "--total-queued-requests-metric",
+        "--total-running-requests-metric",
+        "--tracing",
+        "--v",
         "--zap-devel",
         "--zap-encoder",
         "--zap-log-level",
@@ -63,9 +73,9 @@ RUNNER_FLAGS = frozenset(
     }
 )
 
-# Plugin type -> role, for every type the v0.3.2 picker registers.
+# Plugin type -> role, for scheduling types llm-d-router v0.10.0 registers
+# (cmd/epp/runner/runner.go:611-628).
 REGISTERED_PLUGINS: dict[str, str] = {
-    # GAIE v1.0.0 cmd/epp/runner/runner.go:300-311
     "prefix-cache-scorer": "scorer",
     "max-score-picker": "picker",
     "random-picker": "picker",
@@ -73,18 +83,9 @@ REGISTERED_PLUGINS: dict[str, str] = {
     "single-profile-handler": "profile-handler",
     "kv-cache-utilization-scorer": "scorer",
     "queue-scorer": "scorer",
+    "running-requests-size-scorer": "scorer",
     "lora-affinity-scorer": "scorer",
-    # llm-d v0.3.2 pkg/plugins/register.go:13-22
-    "by-label": "filter",
-    "by-label-selector": "filter",
-    "decode-filter": "filter",
-    "prefill-filter": "filter",
-    "prefill-header-handler": "pre-request",
-    "pd-profile-handler": "profile-handler",
-    "precise-prefix-cache-scorer": "scorer",
-    "load-aware-scorer": "scorer",
-    "session-affinity-scorer": "scorer",
-    "active-request-scorer": "scorer",
+    "token-load-scorer": "scorer",
 }
 
 
@@ -109,7 +110,7 @@ PICKERS = [
 
 
 @pytest.mark.parametrize(("provider", "workload"), PICKERS)
-def test_the_picker_runs_the_llm_d_release_built_on_gaie_v1_0(provider: str, workload: Any) -> None:
+def test_the_picker_runs_the_llm_d_router_v0_10_release(provider: str, workload: Any) -> None:
     assert picker_container(provider, workload())["image"] == RELEASE_IMAGE
 
 
@@ -136,7 +137,7 @@ def test_the_picker_passes_only_flags_the_runner_defines() -> None:
 
 @pytest.mark.parametrize(
     ("name", "port"),
-    [("grpc", 9002), ("grpc-health", 9003), ("metrics", 9090)],  # runserver.go:69-71
+    [("grpc", 9002), ("grpc-health", 9003), ("metrics", 9090)],  # options.go:31,112-113
 )
 def test_the_picker_serves_on_the_runners_default_ports(name: str, port: int) -> None:
     ports = {p["name"]: p["containerPort"] for p in picker_container("LLMD", WORKLOAD())["ports"]}
@@ -146,7 +147,7 @@ def test_the_picker_serves_on_the_runners_default_ports(name: str, port: int) ->
 @pytest.mark.parametrize("probe", ["livenessProbe", "readinessProbe"])
 def test_the_picker_is_probed_on_a_service_its_health_server_knows(probe: str) -> None:
     # health.go:64-86 answers SERVICE_UNKNOWN for any other name once leader
-    # election is on; without it (:49-56) every name passes, the known one too.
+    # election is on; without it (:49-57) every name passes, the known one too.
     grpc = picker_container("LLMD", WORKLOAD())[probe]["grpc"]
     assert grpc == {"port": 9003, "service": EXT_PROC_SERVICE}
 
@@ -156,11 +157,11 @@ def _config() -> dict[str, Any]:
 
 
 def test_the_picker_config_is_the_releases_endpoint_picker_config_format() -> None:
-    # GAIE v1.0.0 apix/config/v1alpha1: zz_generated.register.go:31-34 and
-    # endpointpickerconfig_types.go:29-112; decoded strictly (configloader.go:79).
+    # llm-d-router v0.10.0 apix/config/v1alpha1/zz_generated.register.go:15-18; decoded
+    # strictly (pkg/epp/config/loader/configloader.go:237-238).
     config = _config()
     assert (config["apiVersion"], config["kind"]) == (
-        "inference.networking.x-k8s.io/v1alpha1",
+        "llm-d.ai/v1alpha1",
         "EndpointPickerConfig",
     )
     assert set(config) <= {"apiVersion", "kind", "plugins", "schedulingProfiles"}
@@ -185,8 +186,8 @@ def _roles() -> dict[str, str]:
 @pytest.mark.parametrize(
     ("role", "instances"),
     [
-        # Explicit, as the release's sample config has them (deploy/config/
-        # epp-config.yaml:5-9), rather than added by the loader's defaults.
+        # Explicit rather than added by the loader's defaults (llm-d-router v0.10.0
+        # pkg/epp/config/loader/defaults.go:146-220).
         ("profile-handler", 1),
         ("picker", 1),
     ],
@@ -196,9 +197,8 @@ def test_the_picker_config_names_its_profile_handler_and_picker(role: str, insta
 
 
 def test_every_scorer_in_the_profile_carries_its_weight() -> None:
-    # The loader gives a default weight only to scorers listed before the
-    # profile's picker (GAIE v1.0.0 pkg/epp/config/loader/defaults.go:115-125)
-    # and dereferences every scorer's weight (configloader.go:92-94).
+    # Fleetgate weighs its scorers itself rather than take the loader's
+    # default of one for each (llm-d-router v0.10.0 pkg/epp/config/loader/defaults.go:41-44).
     roles = _roles()
     (profile,) = _config()["schedulingProfiles"]
     refs = profile["plugins"]
@@ -211,3 +211,15 @@ def test_every_scorer_in_the_profile_carries_its_weight() -> None:
             assert ref["weight"] > 0, ref
         else:
             assert "weight" not in ref, ref
+
+
+@pytest.mark.parametrize("group", ["llm-d.ai", "inference.networking.x-k8s.io"])
+@pytest.mark.parametrize("resource", ["inferenceobjectives", "inferencemodelrewrites"])
+def test_the_picker_may_watch_the_pools_objectives_in_either_group(
+    group: str, resource: str
+) -> None:
+    # llm-d-router v0.10.0 serves InferenceObjective and InferenceModelRewrite
+    # under llm-d.ai (its CRDs in e2e/crds/off-proxy); a watch the picker may not
+    # list keeps its cache from syncing, and with it the pool from being served.
+    role = picker_parts("LLMD", WORKLOAD())["picker-role"]
+    assert {(group, resource, verb) for verb in ("get", "list", "watch")} <= grants(role)

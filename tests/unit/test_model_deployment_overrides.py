@@ -236,21 +236,51 @@ def test_dynamo_provider_only_keys_are_applied_and_never_written() -> None:
     for provider_only in ("routerMode", "epp"):
         assert provider_only not in graph
         assert provider_only not in graph["spec"]
-    services = graph["spec"]["services"]
-    assert services["Frontend"]["envs"] == [{"name": "DYN_ROUTER_MODE", "value": "kv"}]
-    assert graph["spec"]["envs"] == [{"name": "DYN_LOG", "value": "debug"}]
-    worker_pod = services["Worker"]["extraPodSpec"]
+    by_name = {c["name"]: c for c in graph["spec"]["components"]}
+    (front,) = by_name["Frontend"]["podTemplate"]["spec"]["containers"]
+    assert front["env"] == [{"name": "DYN_ROUTER_MODE", "value": "kv"}]
+    # v1alpha1's keys, as users write them, land where v1beta1 has them.
+    assert graph["spec"]["env"] == [{"name": "DYN_LOG", "value": "debug"}]
+    worker_pod = by_name["Worker"]["podTemplate"]["spec"]
     assert worker_pod["nodeSelector"] == {"gpu": "h100"}
-    assert worker_pod["mainContainer"]["command"] == ["python3", "-m", "dynamo.vllm"]
+    (engine_container,) = worker_pod["containers"]
+    assert engine_container["command"] == ["python3", "-m", "dynamo.vllm"]
     # epp: a pool over the frontends, its picker running the given image.
     assert parts["picker"]["spec"]["template"]["spec"]["containers"][0]["image"] == (
         "registry.example/epp:v1"
     )
     assert parts["backend"]["kind"] == "InferencePool"
-    frontend_labels = services["Frontend"]["extraPodMetadata"]["labels"]
+    frontend_labels = by_name["Frontend"]["podTemplate"]["metadata"]["labels"]
     assert parts["pool"]["spec"]["selector"]["matchLabels"].items() <= frontend_labels.items()
     assert parts["pool"]["spec"]["targetPorts"] == [{"number": 8000}]
-    assert services["Frontend"]["replicas"] == 2, "one frontend per replica behind a picker"
+    assert by_name["Frontend"]["replicas"] == 2, "one frontend per replica behind a picker"
+
+
+def test_dynamo_service_labels_and_annotations_land_on_its_pods() -> None:
+    parts = rendered(
+        "Dynamo",
+        {
+            "spec": {
+                "services": {
+                    "Worker": {
+                        "labels": {"team": "a", "tier": "gold"},
+                        "annotations": {"note": "x"},
+                        "extraPodMetadata": {"labels": {"tier": "silver"}},
+                    }
+                }
+            }
+        },
+    )
+    by_name = {c["name"]: c for c in parts["graph"]["spec"]["components"]}
+    metadata = by_name["Worker"]["podTemplate"]["metadata"]
+    assert metadata["annotations"] == {"note": "x"}
+    # The pod's own label wins over the component's, and Fleetgate's stay.
+    assert {"team": "a", "tier": "silver"}.items() <= metadata["labels"].items()
+    assert "fleetgate.dev/deployment" in metadata["labels"]
+    # Another service's pods are left as they were.
+    front = by_name["Frontend"]["podTemplate"]["metadata"]
+    assert set(front) == {"labels"}
+    assert "team" not in front["labels"]
 
 
 # --- through the function ------------------------------------------------------------

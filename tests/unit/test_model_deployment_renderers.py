@@ -1,7 +1,8 @@
 """compose-model-deployment renderers: KAITO, KubeRay and Dynamo, object by object.
 
 KAITO and KubeRay objects are validated against their pinned CRDs (v0.12.0,
-v1.7.0); Dynamo's against the schema of its Go types (``tests.support.dynamo``).
+v1.7.0); Dynamo's against the schema derived from Dynamo 1.6.1's own v1beta1
+templates (``tests.support.dynamo``).
 """
 
 import json
@@ -18,7 +19,7 @@ from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.providers import PROVIDERS, dynamo, kaito, kuberay
 from fleetgate.model_deployment.providers.base import Manifest, Workload
-from tests.support.dynamo import dynamo_schema
+from tests.support.dynamo import dynamo_schema, templates
 from tests.unit.test_model_deployment_builders import WORKLOAD
 
 REF = f"$({SERVED_MODEL_ENV})"
@@ -183,27 +184,43 @@ def test_kuberay_serves_vllm_through_ray_serve_llm() -> None:
 # --- Dynamo -----------------------------------------------------------------------
 
 
+def components(w: Workload) -> dict[str, Manifest]:
+    """The graph's components by name, in the order rendered."""
+    graph = parts("Dynamo", w)["graph"]
+    return {c["name"]: c for c in graph["spec"]["components"]}
+
+
+def main(component: Manifest) -> dict[str, Any]:
+    """The component's engine container: v1beta1 takes the one named main as its own."""
+    (only,) = component["podTemplate"]["spec"]["containers"]
+    assert only["name"] == "main"
+    return dict(only)
+
+
 def test_dynamo_aggregated_is_a_frontend_and_workers() -> None:
     w = engine(workload(), image=dynamo.IMAGES["vllm"], args=("--max-model-len", "8192"))
     rendered = PROVIDERS["Dynamo"].render(w)
     (part,) = rendered.parts
     graph = part.manifest
-    assert (graph["apiVersion"], graph["kind"]) == ("nvidia.com/v1alpha1", "DynamoGraphDeployment")
-    assert graph["spec"]["backendFramework"] == "vllm"
-    services = graph["spec"]["services"]
-    assert list(services) == ["Frontend", "Worker"]
-    assert services["Frontend"]["componentType"] == "frontend"
-    assert services["Frontend"]["replicas"] == 1
-    worker = services["Worker"]
-    assert (worker["componentType"], worker["replicas"]) == ("worker", 2)
-    assert "subComponentType" not in worker
-    assert worker["resources"] == {"requests": {"gpu": "1"}, "limits": {"gpu": "1"}}
-    assert worker["envs"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
-    main = worker["extraPodSpec"]["mainContainer"]
-    assert main["command"] == ["python3", "-m", "dynamo.vllm"]
-    assert main["args"] == [
+    assert (graph["apiVersion"], graph["kind"]) == ("nvidia.com/v1beta1", "DynamoGraphDeployment")
+    by_name = components(w)
+    assert list(by_name) == ["Frontend", "Worker"]
+    front = by_name["Frontend"]
+    assert (front["type"], front["replicas"]) == ("frontend", 1)
+    assert main(front)["command"] == ["python3"]
+    assert main(front)["args"] == ["-m", "dynamo.frontend"]
+    assert main(front)["image"] == dynamo.IMAGES["vllm"]
+    worker = by_name["Worker"]
+    assert (worker["type"], worker["replicas"]) == ("worker", 2)
+    engine_container = main(worker)
+    assert engine_container["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+    assert engine_container["env"][0] == {"name": SERVED_MODEL_ENV, "value": SERVED}
+    assert engine_container["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert engine_container["args"] == [
         *("--model", "Qwen/Qwen3-8B", "--served-model-name", REF, "--max-model-len", "8192")
     ]
+    for component in by_name.values():
+        assert component["podTemplate"]["metadata"]["labels"] == dict(w.labels)
     assert rendered.backend_ref == {
         "group": "",
         "kind": "Service",
@@ -212,9 +229,23 @@ def test_dynamo_aggregated_is_a_frontend_and_workers() -> None:
     }
 
 
+NIXL_PRODUCER = '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'
+SGLANG_NIXL = [
+    *("--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345"),
+    *("--host", "0.0.0.0"),
+]
 DISAGGREGATED = [
-    ("vllm", ["--is-prefill-worker"], []),
-    ("sglang", ["--disaggregation-mode", "prefill"], ["--disaggregation-mode", "decode"]),
+    # As Dynamo 1.6.1's vllm/disagg.yaml and sglang/disagg.yaml pass them.
+    (
+        "vllm",
+        ["--disaggregation-mode", "prefill", "--kv-transfer-config", NIXL_PRODUCER],
+        ["--disaggregation-mode", "decode"],
+    ),
+    (
+        "sglang",
+        ["--disaggregation-mode", "prefill", *SGLANG_NIXL],
+        ["--disaggregation-mode", "decode", *SGLANG_NIXL],
+    ),
 ]
 
 
@@ -223,27 +254,62 @@ def test_dynamo_disaggregated_splits_prefill_and_decode(
     kind: str, prefill: list[str], decode: list[str]
 ) -> None:
     w = engine(workload(mode="Disaggregated", gpus=2), type=kind)
-    services = parts("Dynamo", w)["graph"]["spec"]["services"]
-    assert list(services) == ["Frontend", "PrefillWorker", "DecodeWorker"]
+    by_name = components(w)
+    assert list(by_name) == ["Frontend", "PrefillWorker", "DecodeWorker"]
     model_flag = "--model" if kind == "vllm" else "--model-path"
     for name, role, extra in (
         ("PrefillWorker", "prefill", prefill),
         ("DecodeWorker", "decode", decode),
     ):
-        service = services[name]
-        assert service["subComponentType"] == role
-        assert service["replicas"] == 2
-        assert service["resources"]["limits"] == {"gpu": "2"}
-        main = service["extraPodSpec"]["mainContainer"]
-        assert main["command"] == ["python3", "-m", f"dynamo.{kind}"]
-        assert main["args"] == [model_flag, "Qwen/Qwen3-8B", "--served-model-name", REF, *extra]
+        component = by_name[name]
+        assert component["type"] == role
+        assert component["replicas"] == 2
+        container_ = main(component)
+        assert container_["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+        assert container_["command"] == ["python3", "-m", f"dynamo.{kind}"]
+        assert container_["args"] == [model_flag, "Qwen/Qwen3-8B", "--served-model-name", REF,
+                                      *extra]  # fmt: skip
+
+
+def test_dynamo_disaggregation_leaves_the_users_own_transfer_flags() -> None:
+    w = engine(
+        workload(mode="Disaggregated"),
+        type="sglang",
+        args=("--disaggregation-bootstrap-port=9000", "--host", "::"),
+    )
+    args = main(components(w)["DecodeWorker"])["args"]
+    assert args.count("--host") == 1
+    assert args[args.index("--host") + 1] == "::"
+    assert "--disaggregation-bootstrap-port" not in args
+    assert "--disaggregation-bootstrap-port=9000" in args
+    assert args[args.index("--disaggregation-mode") + 1] == "decode"
 
 
 def test_dynamo_keeps_the_users_model_flags() -> None:
     w = engine(workload(), type="trtllm", args=("--model-path", "/m", "--served-model-name", REF))
-    main = parts("Dynamo", w)["graph"]["spec"]["services"]["Worker"]["extraPodSpec"]
-    assert main["mainContainer"]["args"] == ["--model-path", "/m", "--served-model-name", REF]
-    assert main["mainContainer"]["command"] == ["python3", "-m", "dynamo.trtllm"]
+    engine_container = main(components(w)["Worker"])
+    assert engine_container["args"] == ["--model-path", "/m", "--served-model-name", REF]
+    assert engine_container["command"] == ["python3", "-m", "dynamo.trtllm"]
+
+
+@pytest.mark.parametrize("kind", ["vllm", "sglang", "trtllm"])
+def test_dynamo_default_images_are_the_ones_its_templates_run(kind: str) -> None:
+    # The runtime image Dynamo 1.6.1's own templates run for this engine.
+    images = {
+        c["image"]
+        for component in templates()[f"{kind}/agg.yaml"]["spec"]["components"]
+        for c in component["podTemplate"]["spec"]["containers"]
+    }
+    assert images == {dynamo.IMAGES[kind]}  # type: ignore[index]
+    assert PROVIDERS["Dynamo"].default_image(kind) == dynamo.IMAGES[kind]  # type: ignore[arg-type,index]
+
+
+@pytest.mark.parametrize("mode", ["Aggregated", "Disaggregated"])
+def test_dynamo_components_take_the_roles_its_templates_give_them(mode: str) -> None:
+    template = templates()["vllm/agg.yaml" if mode == "Aggregated" else "vllm/disagg.yaml"]
+    roles = sorted(c["type"] for c in template["spec"]["components"])
+    rendered = components(workload(mode=mode))
+    assert sorted(c["type"] for c in rendered.values()) == roles
 
 
 # --- names and readiness ------------------------------------------------------------
@@ -347,7 +413,7 @@ def test_the_pinned_crd_set_has_no_dynamo() -> None:
 
 @pytest.mark.crossplane_cli
 def test_every_rendering_validates(tmp_path: Path) -> None:
-    """KAITO and KubeRay against their pinned CRDs, Dynamo against the schema of its Go types."""
+    """KAITO and KubeRay against their pinned CRDs, Dynamo against its templates' schema."""
     assert (
         validate.validate(wrapped(every_rendering()), extra_schema_files=[dynamo_schema(tmp_path)])
         == []
@@ -355,12 +421,21 @@ def test_every_rendering_validates(tmp_path: Path) -> None:
 
 
 @pytest.mark.crossplane_cli
-def test_the_dynamo_schema_refuses_an_unknown_field(tmp_path: Path) -> None:
-    """The schema can fail: a field the Go types do not declare is reported."""
+def test_dynamos_own_templates_pass_the_schema_derived_from_them(tmp_path: Path) -> None:
+    """The additions made to the derived schema leave every template valid."""
+    graphs = [
+        {**t, "metadata": {**t["metadata"], "namespace": "team-a"}} for t in templates().values()
+    ]
+    assert validate.validate(wrapped(graphs), extra_schema_files=[dynamo_schema(tmp_path)]) == []
+
+
+@pytest.mark.crossplane_cli
+def test_the_dynamo_schema_refuses_what_the_templates_do_not_write(tmp_path: Path) -> None:
+    """The schema can fail: v1alpha1's fields are not v1beta1's."""
     graph = parts("Dynamo", workload())["graph"]
-    graph["spec"]["services"]["Worker"]["sharedMemorySize"] = "8Gi"
-    graph["spec"]["routerMode"] = "kv"
+    graph["spec"]["backendFramework"] = "vllm"
+    graph["spec"]["components"][1]["extraPodSpec"] = {"mainContainer": {"image": "x"}}
     errors = validate.validate(wrapped([graph]), extra_schema_files=[dynamo_schema(tmp_path)])
     assert len(errors) == 2, errors
-    for error, field in zip(errors, ("routerMode", "sharedMemorySize"), strict=True):
+    for error, field in zip(errors, ("backendFramework", "extraPodSpec"), strict=True):
         assert f'unknown field: "{field}"' in error

@@ -144,16 +144,16 @@ SERVED_NAME_FLAGS: dict[EngineType, tuple[str, ...]] = {
 }
 
 
-def _given(args: Sequence[str], spellings: Sequence[str]) -> bool:
+def given(args: Sequence[str], spellings: Sequence[str]) -> bool:
     return any(flag(args, s) is not None or s in args for s in spellings)
 
 
 def launch_args(engine: EngineType, args: Sequence[str], model: str) -> tuple[str, ...]:
     """``args`` preceded by the model and served-name flags the user did not give."""
     added: list[str] = []
-    if not _given(args, MODEL_FLAGS[engine]):
+    if not given(args, MODEL_FLAGS[engine]):
         added += [MODEL_FLAGS[engine][0], model]
-    if not _given(args, SERVED_NAME_FLAGS[engine]):
+    if not given(args, SERVED_NAME_FLAGS[engine]):
         added += [SERVED_NAME_FLAGS[engine][0], SERVED_MODEL_REF]
     return (*added, *args)
 

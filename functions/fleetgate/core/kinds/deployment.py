@@ -64,8 +64,8 @@ class ProviderSpec(Model):
     Dynamo; llamacpp: KAITO; Disaggregated: Dynamo; vllm on more than one GPU: KubeRay; vllm
     on one GPU: Dynamo. Direct and LLMD are used only when named here. The choice is recorded
     in status.provider and kept once made. Dynamo is experimental: its DynamoGraphDeployment
-    is written from the operator's API types and is not validated against a pinned upstream
-    CRD."""
+    (nvidia.com/v1beta1) is written to the shape of Dynamo 1.6.1's own templates and is not
+    validated against a pinned upstream CRD."""
     overrides: Annotated[dict[str, Any], Field(max_length=32)] | None = None
     """Fields merged into the provider's upstream object (at most 32 top-level keys). Checked by
     Fleetgate, not here: security-sensitive and sizing fields (hostPath, privileged,

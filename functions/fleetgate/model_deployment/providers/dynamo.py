@@ -1,30 +1,37 @@
-"""Dynamo (experimental): an ``nvidia.com/v1alpha1`` DynamoGraphDeployment.
+"""Dynamo (experimental): an ``nvidia.com/v1beta1`` DynamoGraphDeployment.
 
-Experimental because the DynamoGraphDeployment CRD is not in the pinned CRD
-set (the Go module proxy refuses the Dynamo module): the object is written
-from the operator's Go API types (``deploy/cloud/operator/api/v1alpha1``)
-and validated against a schema built from them, not against a pinned CRD.
+Written to the shape of Dynamo 1.6.1's own v1beta1 templates (the ``ai-dynamo``
+1.6.1 wheel's ``vllm``, ``sglang`` and ``trtllm`` ``agg.yaml``/``disagg.yaml``):
+``spec.components`` is a list keyed by ``name``, each with its role in
+``type``, its ``replicas`` and one ``podTemplate`` whose engine container is
+named ``main``. Experimental because the v1beta1 CRD itself could not be
+obtained; what is rendered is checked against a schema derived from those
+templates, not against the CRD, and the operator's behaviour is not checked.
 
 The graph is a ``Frontend`` (Dynamo's OpenAI server; the operator serves it
 as the Service ``<graph>-frontend`` on port 8000, which the route targets)
 and the engine workers it routes to:
 
-* **Aggregated**: one ``Worker`` service, a replica per placed replica;
-* **Disaggregated**: a ``PrefillWorker`` and a ``DecodeWorker`` service, one
-  of each per placed replica (so a replica takes twice its GPU count; placement
-  counts it that way). The frontend sends prompts to prefill workers, which
-  hand the KV cache to decode workers.
+* **Aggregated**: one ``Worker`` component (type ``worker``), a replica per
+  placed replica;
+* **Disaggregated**: a ``PrefillWorker`` and a ``DecodeWorker`` (types
+  ``prefill`` and ``decode``), one of each per placed replica (so a replica
+  takes twice its GPU count; placement counts it that way). The frontend sends
+  prompts to prefill workers, which hand the KV cache to decode workers.
 
 Workers start ``python3 -m dynamo.<engine>`` with the model and the served
 model name (``$(FLEETGATE_SERVED_MODEL_NAME)``, the first variable of every
 worker) unless the user's args give them.
 
-Overrides: ``spec`` (the graph's environment, and per service its pod
-metadata and scheduling) is merged into the object; ``routerMode`` (how the
-frontend picks a worker) and ``epp`` are Fleetgate's and never written as
-such. ``epp`` puts a Gateway API Inference Extension pool and endpoint
-picker (the LLMD provider's, image ``epp.image``) in front of one frontend
-per replica, so the cluster gateway balances over frontends by load.
+Overrides keep the keys users write (``spec.envs``; per service in
+``spec.services``: ``annotations``, ``labels``, ``extraPodMetadata``,
+``extraPodSpec``) and are translated to v1beta1: ``spec.envs`` becomes
+``spec.env``, and a service's labels, annotations and scheduling land on its
+component's ``podTemplate``. ``routerMode`` (how the frontend picks a worker)
+and ``epp`` are Fleetgate's and never written as such. ``epp`` puts a Gateway
+API Inference Extension pool and endpoint picker (the LLMD provider's, image
+``epp.image``) in front of one frontend per replica, so the cluster gateway
+balances over frontends by load.
 """
 
 from collections.abc import Mapping
@@ -57,14 +64,10 @@ from fleetgate.model_deployment.providers.base import (
     Workload,
 )
 
-# Deprecated by Dynamo 1.6 for nvidia.com/v1beta1, which the operator stores and
-# converts v1alpha1 to. Still v1alpha1 here: no release's v1beta1 CRD or Go types
-# could be had to check against (the Go module proxy answers 403 "not available"
-# for github.com/ai-dynamo/dynamo, .../deploy/operator and .../deploy/cloud/operator,
-# listing and versions alike), and v1beta1 reshapes the spec (``services`` map ->
-# ``components`` list), so it is not written from a guess.
-API_VERSION = "nvidia.com/v1alpha1"
-DYNAMO_VERSION = "0.6.1"
+# Dynamo 1.6 serves v1beta1 and deprecates v1alpha1; its templates are v1beta1.
+API_VERSION = "nvidia.com/v1beta1"
+DYNAMO_VERSION = "1.6.1"
+# The runtime images Dynamo 1.6.1's templates run, frontend and workers alike.
 IMAGES: dict[EngineType, str] = {
     "vllm": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{DYNAMO_VERSION}",
     "sglang": f"nvcr.io/nvidia/ai-dynamo/sglang-runtime:{DYNAMO_VERSION}",
@@ -72,56 +75,96 @@ IMAGES: dict[EngineType, str] = {
 }
 FRONTEND = "Frontend"
 FRONTEND_PORT = 8000
+MAIN = "main"  # the container v1beta1 treats as the component's own
+GPU = "nvidia.com/gpu"
 PART = "graph"
 READY_STATE = "successful"
 READY_QUERY = (
     f"has(object.status) && has(object.status.state) && object.status.state == '{READY_STATE}'"
 )
-# The operator names each component's Deployment and Service <graph>-<service>,
+# The operator names each component's Deployment and Service <graph>-<component>,
 # lowercased; the longest here is "-prefillworker".
 NAME_MAX = 63 - len("-prefillworker")
 PROVIDER_ONLY = frozenset({"routerMode", "epp"})
+# Component name -> v1beta1 type, by serving mode.
+COMPONENTS: dict[ServingMode, dict[str, str]] = {
+    "Aggregated": {FRONTEND: "frontend", "Worker": "worker"},
+    "Disaggregated": {FRONTEND: "frontend", "PrefillWorker": "prefill", "DecodeWorker": "decode"},
+}
+# What tells a disaggregated worker its half of the work and how the KV cache
+# crosses, as Dynamo 1.6.1's disagg templates pass it: (flag, value) pairs, each
+# added unless the user's args set that flag. vLLM's prefill workers name their
+# NIXL connector; SGLang's workers pick NIXL and a bootstrap port and listen on
+# every interface. TensorRT-LLM is not served disaggregated here.
+DISAGGREGATION: dict[EngineType, dict[str, tuple[tuple[str, str], ...]]] = {
+    "vllm": {
+        "prefill": (
+            ("--disaggregation-mode", "prefill"),
+            ("--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'),
+        ),
+        "decode": (("--disaggregation-mode", "decode"),),
+    },
+    "sglang": {
+        role: (
+            ("--disaggregation-mode", role),
+            ("--disaggregation-transfer-backend", "nixl"),
+            ("--disaggregation-bootstrap-port", "12345"),
+            ("--host", "0.0.0.0"),  # the bootstrap server is reached from other pods
+        )
+        for role in ("prefill", "decode")
+    },
+}
 
 
 def services(mode: ServingMode) -> tuple[str, ...]:
-    workers = ("PrefillWorker", "DecodeWorker") if mode == "Disaggregated" else ("Worker",)
-    return (FRONTEND, *workers)
+    return tuple(COMPONENTS[mode])
 
 
 def graph_name(workload: Workload) -> str:
     return naming.fitted(workload.name, NAME_MAX)
 
 
-def _disaggregation_args(engine: EngineType, role: str) -> tuple[str, ...]:
-    """What tells a worker its half of the work."""
-    if engine == "vllm":
-        return ("--is-prefill-worker",) if role == "prefill" else ()
-    return ("--disaggregation-mode", role)
+def _disaggregation_args(engine: EngineType, role: str, args: tuple[str, ...]) -> tuple[str, ...]:
+    pairs = DISAGGREGATION.get(engine, {}).get(role, ())
+    return tuple(
+        x for flag, value in pairs if not engines.given(args, (flag,)) for x in (flag, value)
+    )
 
 
-def worker(workload: Workload, role: str | None) -> dict[str, Any]:
+def _main(
+    image: str, command: list[str], args: list[str], env: list[dict[str, str]]
+) -> dict[str, Any]:
+    main: dict[str, Any] = {"name": MAIN, "image": image, "command": command, "args": args}
+    if env:
+        main["env"] = env
+    return main
+
+
+def _component(
+    name: str, type_: str, replicas: int, labels: Mapping[str, str], main: Manifest
+) -> Manifest:
+    return {
+        "name": name,
+        "type": type_,
+        "replicas": replicas,
+        "podTemplate": {"metadata": {"labels": dict(labels)}, "spec": {"containers": [main]}},
+    }
+
+
+def worker(workload: Workload, name: str, type_: str) -> Manifest:
     run = workload.engine
     args = engines.launch_args(run.type, run.args, workload.model)
-    if role is not None:
-        args += tuple(a for a in _disaggregation_args(run.type, role) if a not in args)
-    gpus = str(workload.gpus)
-    service: dict[str, Any] = {"componentType": "worker"}
-    if role is not None:
-        service["subComponentType"] = role
-    service |= {
-        "replicas": workload.replicas,
-        "resources": {"requests": {"gpu": gpus}, "limits": {"gpu": gpus}},
-        "envs": [{"name": k, "value": v} for k, v in run.env],
-        "extraPodMetadata": {"labels": dict(workload.labels)},
-        "extraPodSpec": {
-            "mainContainer": {
-                "image": run.image,
-                "command": ["python3", "-m", f"dynamo.{run.type}"],
-                "args": list(args),
-            }
-        },
-    }
-    return service
+    args += _disaggregation_args(run.type, type_, args)
+    main = _main(
+        run.image,
+        ["python3", "-m", f"dynamo.{run.type}"],
+        list(args),
+        [{"name": k, "value": v} for k, v in run.env],
+    )
+    # A limit alone, as the templates give it: the API server makes an extended
+    # resource's request equal to its limit.
+    main["resources"] = {"limits": {GPU: str(workload.gpus)}}
+    return _component(name, type_, workload.replicas, workload.labels, main)
 
 
 def _options(workload: Workload) -> "DynamoOverrides":
@@ -129,44 +172,58 @@ def _options(workload: Workload) -> "DynamoOverrides":
     return decoded if isinstance(decoded, DynamoOverrides) else DynamoOverrides()
 
 
-def frontend(workload: Workload) -> dict[str, Any]:
+def frontend(workload: Workload) -> Manifest:
     options = _options(workload)
     labels = dict(workload.labels)
     if options.epp is not None:
         labels |= workload.selector  # what the pool selects: the frontends
-    service: dict[str, Any] = {
-        "componentType": "frontend",
-        # Behind a picker, one frontend per replica gives it something to choose from.
-        "replicas": workload.replicas if options.epp is not None else 1,
-        "extraPodMetadata": {"labels": labels},
-        "extraPodSpec": {"mainContainer": {"image": workload.engine.image}},
-    }
+    env = []
     if options.router_mode is not None:
-        service["envs"] = [{"name": "DYN_ROUTER_MODE", "value": options.router_mode}]
-    return service
+        env = [{"name": "DYN_ROUTER_MODE", "value": options.router_mode}]
+    main = _main(workload.engine.image, ["python3"], ["-m", "dynamo.frontend"], env)
+    # Behind a picker, one frontend per replica gives it something to choose from.
+    replicas = workload.replicas if options.epp is not None else 1
+    return _component(FRONTEND, "frontend", replicas, labels, main)
+
+
+def _pod_template(service: Mapping[str, Any]) -> dict[str, Any]:
+    """A service override (v1alpha1's keys) as the podTemplate patch v1beta1 takes.
+
+    v1beta1 has one podTemplate where v1alpha1 had a component's labels and
+    annotations, its pods' extra metadata and its extra pod spec: labels and
+    annotations join extraPodMetadata's on the pods (extraPodMetadata's win),
+    and extraPodSpec's scheduling fields join the pod spec.
+    """
+    own = {k: service[k] for k in ("labels", "annotations") if k in service}
+    metadata = merge(own, service.get("extraPodMetadata", {}))
+    patch: dict[str, Any] = {}
+    if metadata:
+        patch["metadata"] = metadata
+    if "extraPodSpec" in service:
+        patch["spec"] = service["extraPodSpec"]
+    return patch
 
 
 def graph(workload: Workload) -> Manifest:
-    roles: tuple[str | None, ...] = (
-        ("prefill", "decode") if workload.mode == "Disaggregated" else (None,)
-    )
-    names = services(workload.mode)
-    base: Manifest = {
+    wanted = upstream(workload.overrides, exclude=PROVIDER_ONLY).get("spec", {})
+    patches = wanted.get("services", {})
+    components = [
+        frontend(workload) if type_ == "frontend" else worker(workload, name, type_)
+        for name, type_ in COMPONENTS[workload.mode].items()
+    ]
+    spec: dict[str, Any] = {
+        "components": [
+            merge(c, {"podTemplate": _pod_template(patches.get(c["name"], {}))}) for c in components
+        ]
+    }
+    if "envs" in wanted:
+        spec["env"] = wanted["envs"]
+    return {
         "apiVersion": API_VERSION,
         "kind": "DynamoGraphDeployment",
         "metadata": pods.metadata(workload, graph_name(workload)),
-        "spec": {
-            "backendFramework": workload.engine.type,
-            "services": {
-                FRONTEND: frontend(workload),
-                **{
-                    name: worker(workload, role)
-                    for name, role in zip(names[1:], roles, strict=True)
-                },
-            },
-        },
+        "spec": spec,
     }
-    return merge(base, upstream(workload.overrides, exclude=PROVIDER_ONLY))
 
 
 # --- overrides --------------------------------------------------------------------

@@ -6,16 +6,15 @@ picker serves exactly one pool, so each deployment gets its own on each
 cluster: a Deployment, its Service, its configuration and the RBAC it needs
 to watch the pool and its pods.
 
-The pool is GAIE v1.0.2's InferencePool ``inference.networking.k8s.io/v1``,
-the CRD the clusters run. The picker is llm-d's (llm-d-router, named
-llm-d-inference-scheduler until v0.9.0) at v0.3.2, the newest release built
-on GAIE v1.0.x: its ``go.mod:24`` requires GAIE v1.0.0, whose EPP code and
-InferencePool v1 types are those of v1.0.2 (the two tags differ in the
-CRD's ``matchLabels`` size markers only, ``api/v1/shared_types.go:140-141``).
-Later llm-d releases build on GAIE v1.1 to v1.5, whose pool v1 gained
-fields the clusters' CRD does not have. The picker is GAIE v1.0.0's runner
-with llm-d's plugins registered (llm-d v0.3.2 ``cmd/epp/main.go:36-43``), so
-its flags, ports and config format are that runner's.
+The pool is InferencePool ``inference.networking.k8s.io/v1`` as the clusters'
+CRD (GAIE v1.0.2) defines it. The picker is llm-d-router v0.10.0's endpoint
+picker, built on GAIE v1.5.0 (its ``go.mod``): the GHCR package of the release
+Fleetgate used before (llm-d-inference-scheduler v0.3.2) is no longer public,
+so it cannot be pulled. The v0.10.0 picker reads the pool through GAIE
+v1.5.0's v1 types, whose extra optional fields it finds unset on a v1.0.2
+object; an unset ``appProtocol`` constrains nothing (``cmd/epp/runner/
+health.go:135-141``). Its runner is llm-d-router's own (``cmd/epp/main.go:32,
+45``), and every fact below is read from llm-d-router at the v0.10.0 tag.
 """
 
 import hashlib
@@ -31,21 +30,22 @@ from fleetgate.model_deployment.providers.base import (
     Workload,
 )
 
-POOL_GROUP = "inference.networking.k8s.io"  # --pool-group, GAIE v1.0.0 runner.go:82
-# The image llm-d's release workflow pushes for tag v0.3.2: ghcr.io/llm-d/<repository
-# name>:<tag> (.github/workflows/ci-release.yaml:17-21,26-46), the repository then
-# being llm-d-inference-scheduler (Makefile:9-13).
-PICKER_IMAGE = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.3.2"
-# The runner's default ports (GAIE v1.0.0 pkg/epp/server/runserver.go:69-71), the
-# ones the image exposes (llm-d v0.3.2 Dockerfile:58-61).
+# --pool-group (llm-d-router v0.10.0 pkg/epp/server/options.go:136,173)
+POOL_GROUP = "inference.networking.k8s.io"
+# The image llm-d-router's release builds for a tag: ghcr.io/llm-d/llm-d-router-endpoint-picker
+# (v0.10.0 Makefile:21,26-30; .github/ISSUE_TEMPLATE/new-release.md:105,143).
+# Where the picker finds InferenceObjectives and InferenceModelRewrites (see picker_rbac).
+OBJECTIVE_GROUP = "llm-d.ai"
+LEGACY_OBJECTIVE_GROUP = "inference.networking.x-k8s.io"
+PICKER_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+# The runner's default ports (v0.10.0 pkg/epp/server/options.go:41,150-151), the ones
+# its image exposes (Dockerfile.epp:53-55).
 PICKER_PORT = 9002  # ext-proc gRPC, what the gateway calls
 PICKER_HEALTH_PORT = 9003
 PICKER_METRICS_PORT = 9090
-# A gRPC health service the picker's health server knows (GAIE v1.0.0
-# cmd/epp/runner/health.go:64-86), as llm-d v0.3.2 probes it
-# (deploy/components/inference-gateway/deployments.yaml:45-56). Without leader
-# election every name passes (health.go:49-56), so the chart's "inference-extension"
-# worked only by that; with it, an unknown name is SERVICE_UNKNOWN.
+# A gRPC health service the picker's health server knows (v0.10.0
+# cmd/epp/runner/health.go:80-104): with leader election an unknown name is
+# SERVICE_UNKNOWN; without it every name passes once the pool synced (:66-73).
 PICKER_HEALTH_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
 CONFIG_FILE = "epp-config.yaml"
 CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
@@ -61,21 +61,24 @@ CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 # FailOpen that no gateway of this fleet honours.
 FAILURE_MODE = "FailClose"
 
-# The picker's configuration, an EndpointPickerConfig
-# inference.networking.x-k8s.io/v1alpha1 (GAIE v1.0.0
-# apix/config/v1alpha1/zz_generated.register.go:31-34, endpointpickerconfig_types.go:29-112),
-# decoded strictly (pkg/epp/config/loader/configloader.go:79). JSON is YAML, and keeps
-# the function free of a YAML dependency.
+# The picker's configuration, an EndpointPickerConfig llm-d.ai/v1alpha1 (v0.10.0
+# apix/config/v1alpha1/zz_generated.register.go:15-18; the older group
+# inference.networking.x-k8s.io is still read but deprecated, pkg/epp/config/loader/
+# configloader.go:53-70), decoded strictly (configloader.go:237-238). JSON is YAML, and keeps
+# the function free of a YAML dependency. The data layer (metrics scraped from the
+# engines) and the request parser are left to the loader's defaults (loader/defaults.go:242-331).
 #
-# One profile that scores by queue depth, KV-cache use and prefix-cache hits: GAIE's
-# in-tree scorers, which the v0.3.2 picker registers (GAIE v1.0.0 runner.go:300-311).
-# The profile handler and picker are named, as in llm-d's sample configuration
-# (v0.3.2 deploy/config/epp-config.yaml:3-16), rather than left to the loader's
-# defaults (loader/defaults.go:83-113). llm-d's own plugins are for disaggregated
+# One profile that scores by queue depth, KV-cache use and prefix-cache hits: plugins
+# v0.10.0 registers under these names (pkg/epp/framework/plugins/scheduling/scorer/
+# queuedepth/queue.go:30, kvcacheutilization/kvcache_utilization.go:29, prefix/
+# plugin.go:59; picker/maxscore/picker.go:39; profilehandler/single/
+# single_profile_handler.go:30). The
+# profile handler and picker are named rather than left to the loader's defaults
+# (loader/defaults.go:146-220). llm-d's own plugins are for disaggregated
 # prefill/decode pods labelled llm-d.ai/role and for KV events from vLLM; these
 # pools are neither.
 PICKER_CONFIG: dict[str, Any] = {
-    "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+    "apiVersion": "llm-d.ai/v1alpha1",
     "kind": "EndpointPickerConfig",
     "plugins": [
         {"type": "single-profile-handler"},
@@ -87,8 +90,8 @@ PICKER_CONFIG: dict[str, Any] = {
     "schedulingProfiles": [
         {
             "name": "default",
-            # Every scorer has its weight: the loader defaults one only for scorers
-            # listed before the picker (loader/defaults.go:115-125).
+            # Every scorer has its weight, chosen here rather than the loader's
+            # default of one for each (loader/defaults.go:41-44).
             "plugins": [
                 {"pluginRef": "queue-scorer", "weight": 2},
                 {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
@@ -141,11 +144,12 @@ def picker_auth_rbac(workload: Workload) -> tuple[Manifest, Manifest]:
     """ClusterRole and ClusterRoleBinding: let the picker authenticate metrics scrapes.
 
     The picker serves /metrics behind controller-runtime's
-    WithAuthenticationAndAuthorization filter (GAIE v1.0.0's runner, which llm-d
-    v0.3.2 runs, cmd/epp/runner/runner.go:186-189), which asks the API server to review
-    each scraper's token and access: without create on tokenreviews and
-    subjectaccessreviews every scrape is refused. Upstream's chart grants
-    exactly these (config/charts/inferencepool/templates/rbac.yaml:1-38).
+    WithAuthenticationAndAuthorization filter unless --metrics-endpoint-auth is
+    turned off (llm-d-router v0.10.0 cmd/epp/runner/runner.go:393-394, on by
+    default, pkg/epp/server/options.go:154), which asks the API server to review each
+    scraper's token and access: without create on tokenreviews and
+    subjectaccessreviews every scrape is refused. Its chart grants exactly these
+    (v0.10.0 config/charts/routerlib/templates/_rbac.yaml:11-20).
     Both kinds are cluster-scoped, hence no namespace and a cluster-wide name.
     """
     name = picker_auth_name(workload)
@@ -184,24 +188,29 @@ def picker_auth_rbac(workload: Workload) -> tuple[Manifest, Manifest]:
 
 
 def picker_rbac(workload: Workload) -> tuple[Manifest, Manifest, Manifest]:
-    """ServiceAccount, Role and RoleBinding: read the pool and the pods it selects."""
+    """ServiceAccount, Role and RoleBinding: read the pool, its pods and its objectives.
+
+    The picker watches the pods the pool selects, the pool, and the pool's
+    InferenceObjectives and InferenceModelRewrites; a watch it may not list
+    keeps its cache from syncing. llm-d-router moved the two to the group
+    ``llm-d.ai`` (its v0.10.0 CRDs, e2e/crds/off-proxy/llm-d-router/v0.10.0) and
+    its chart grants them under both groups, with the pool (v0.10.0 config/
+    charts/llm-d-router-gateway/templates/rbac.yaml:8-16) and the pods
+    (routerlib/templates/_rbac.yaml:50-52). It watches either only where its
+    CRD is installed (pkg/epp/server/controller_manager.go:44-58).
+    """
     name = picker_name(workload)
+    read = ["get", "list", "watch"]
+    objectives = ["inferenceobjectives", "inferencemodelrewrites"]
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": pods.metadata(workload, name),
         "rules": [
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-            {
-                "apiGroups": [POOL_GROUP],
-                "resources": ["inferencepools"],
-                "verbs": ["get", "list", "watch"],
-            },
-            {
-                "apiGroups": ["inference.networking.x-k8s.io"],
-                "resources": ["inferenceobjectives"],
-                "verbs": ["get", "list", "watch"],
-            },
+            {"apiGroups": [""], "resources": ["pods"], "verbs": read},
+            {"apiGroups": [POOL_GROUP], "resources": ["inferencepools"], "verbs": read},
+            {"apiGroups": [OBJECTIVE_GROUP], "resources": objectives, "verbs": read},
+            {"apiGroups": [LEGACY_OBJECTIVE_GROUP], "resources": objectives, "verbs": read},
         ],
     }
     binding = {
@@ -234,8 +243,8 @@ def picker_deployment(workload: Workload, image: str = PICKER_IMAGE) -> Manifest
     container = {
         "name": "epp",
         "image": image,
-        # GAIE v1.0.0 cmd/epp/runner/runner.go:81-83,100 (pool, config file) and
-        # controller-runtime's zap flags (:137-140).
+        # v0.10.0 pkg/epp/server/options.go:173-177,237 (pool, config file) and the zap
+        # flags (pkg/common/observability/logging/options.go:29).
         "args": [
             *("--pool-name", workload.name),
             *("--pool-namespace", workload.namespace),
