@@ -47,7 +47,6 @@ def remote_object(
     watch event observes it again before the next poll. An empty list is a
     projection of nothing: the Secret stays, emptied of every key it held.
     """
-    projected = secret_patches is not None
     if secret_patches is not None:
         keys = secrets.projected_keys(secret_patches)
         manifest = secrets.with_empty_values(manifest, keys)
@@ -64,7 +63,7 @@ def remote_object(
         spec["readiness"] = readiness.query(readiness_query)
     else:
         spec["readiness"] = readiness.for_manifest(manifest)
-    if projected:
+    if secret_patches is not None:
         spec["managementPolicies"] = list(secrets.FILL_POLICIES)
     if secret_patches:
         spec["references"] = secret_patches
