@@ -3,8 +3,10 @@
 Not from the CRD: Dynamo 1.6.1's v1beta1 CRD could not be obtained (the Go module
 proxy refuses the Dynamo modules and no package carries the CRD). What could be had
 are Dynamo's own v1beta1 DynamoGraphDeployment templates, as the ``ai-dynamo`` 1.6.1
-wheel ships them, read in place from ``shared/upstream/dynamo-1.6.1/templates`` beside
-the checkout (nothing of them is copied into the project). ``dynamo_crd()`` walks every
+wheel ships them (``dynamo/profiler/templates/dgd/``): the tests download that wheel from
+PyPI themselves, check it against its pinned SHA-256 and read the templates inside it
+(nothing of them is copied into the project; shared/upstream/dynamo-1.6.1 holds the same
+files). ``dynamo_crd()`` walks every
 one of them and declares each field path they use with the JSON type they give it
 (object, array, string, integer); any other field is unknown and reported, as an API
 server reports a field its structural schema does not declare. Where the templates
@@ -32,6 +34,10 @@ the examples' tests and the hardening suite all validate against it.
 """
 
 import copy
+import hashlib
+import subprocess
+import sys
+import zipfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -41,9 +47,11 @@ import yaml
 
 from e2e import crds
 
-# Beside the checkout, as the project's reference material is (shared/upstream/README.md).
-UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
-TEMPLATES = UPSTREAM / "dynamo-1.6.1" / "templates"
+# The ai-dynamo 1.6.1 wheel on PyPI, pinned by its hash as go.sum pins a module.
+WHEEL = "ai_dynamo-1.6.1-py3-none-any.whl"
+WHEEL_SHA256 = "83f768730104cbbc84029bf436025706632735173933adbb650b99c746517b70"
+WHEEL_DIR = Path(__file__).resolve().parents[2] / ".cache" / "dynamo"
+TEMPLATES = "dynamo/profiler/templates/dgd/"
 JSON_TYPES: dict[type, str] = {dict: "object", list: "array", str: "string", int: "integer"}
 # A path step into a list's items.
 ITEMS = "[]"
@@ -52,17 +60,35 @@ POD = (*COMPONENT, "podTemplate")
 CONTAINER = (*POD, "spec", "containers", ITEMS)
 
 
-def templates() -> dict[str, dict[str, Any]]:
-    """Every template, by its path below ``TEMPLATES``; missing templates are an error."""
-    if not TEMPLATES.is_dir():
-        raise FileNotFoundError(
-            f"Dynamo 1.6.1's templates are not at {TEMPLATES}: the DynamoGraphDeployment schema "
-            "is derived from them (shared/upstream beside the checkout)"
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def wheel() -> Path:
+    """The pinned ai-dynamo wheel, downloaded once (without its dependencies) and checked."""
+    path = WHEEL_DIR / WHEEL
+    if not path.is_file() or _sha256(path) != WHEEL_SHA256:
+        WHEEL_DIR.mkdir(parents=True, exist_ok=True)
+        download = ["download", "--quiet", "--no-deps", "--only-binary=:all:"]
+        subprocess.run(
+            [sys.executable, "-m", "pip", *download, "ai-dynamo==1.6.1", "--dest", str(WHEEL_DIR)],
+            check=True,
+            timeout=600,
         )
-    return {
-        p.relative_to(TEMPLATES).as_posix(): yaml.safe_load(p.read_text())
-        for p in sorted(TEMPLATES.rglob("*.yaml"))
-    }
+    if _sha256(path) != WHEEL_SHA256:
+        raise RuntimeError(f"{path} is not the pinned ai-dynamo 1.6.1 wheel (SHA-256 differs)")
+    return path
+
+
+@cache
+def templates() -> dict[str, dict[str, Any]]:
+    """Every template in the wheel, by its path below ``TEMPLATES`` (e.g. ``vllm/agg.yaml``)."""
+    with zipfile.ZipFile(wheel()) as archive:
+        return {
+            name.removeprefix(TEMPLATES): yaml.safe_load(archive.read(name))
+            for name in sorted(archive.namelist())
+            if name.startswith(TEMPLATES) and name.endswith(".yaml")
+        }
 
 
 def derive(values: Sequence[Any], path: str = "") -> dict[str, Any]:
