@@ -42,11 +42,8 @@ answers with the same ShouldRateLimit as its gRPC API; e2e/ratelimits.py
 computes the descriptors from the route's xDS).
 """
 
-import base64
 import json
-import shutil
 import time
-import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -56,10 +53,10 @@ from typing import Any, NamedTuple
 import yaml
 
 from e2e import ratelimits, translate
-from e2e.controlplane import envoygateway
+from e2e.controlplane import envoygateway, pods
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import Obj, mount_secret, wait_for
+from e2e.controlplane.kube import Obj, wait_for
 from e2e.controlplane.processes import Namespace, Process, Supervisor, wait_listening
 from e2e.fleet import XRKey
 from e2e.fleetdrills import restricted
@@ -130,24 +127,22 @@ def start(sup: Supervisor, workload: Cluster, envoy_gateway: Namespace) -> Servi
     )
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    env = _env(container, deployment)
+    env = pods.env(container, NAMESPACE, f"{DEPLOYMENT}-e2e")
     netns = Namespace(sup, f"{workload.name}-ratelimit")
-    xds_host, xds_port = _host_port(env["CONFIG_GRPC_XDS_SERVER_URL"])
+    xds_host, xds_port = pods.host_port(env["CONFIG_GRPC_XDS_SERVER_URL"], DEPLOYMENT)
     netns.forward(xds_port, to=envoy_gateway)
-    redis_host, redis_port = _host_port(env["REDIS_URL"])
+    redis_host, redis_port = pods.host_port(env["REDIS_URL"], DEPLOYMENT)
     _start_redis(sup, workload, netns, redis_port)
     root = _root(workload, pod, container, hosts=(xds_host, redis_host))
-    # As the pod's user (65534, resource.go:520-526), who reads the mounts by their modes.
-    security = {**(pod.get("securityContext") or {}), **(container.get("securityContext") or {})}
-    user = f"--userspec={security.get('runAsUser', 0)}:{security.get('runAsGroup', 0)}"
     # `env -i`: the pod's environment and nothing of this machine's (the service reads
     # dozens of variables, PORT and HOST among them).
     argv = [
         "env",
         "-i",
         *(f"{k}={v}" for k, v in env.items()),
-        _which("chroot"),
-        user,
+        pods.which("chroot"),
+        # As the pod's user (65534, resource.go:520-526), who reads the mounts by their modes.
+        pods.user(pod, container),
         str(root),
         *container["command"],
         *(container.get("args") or []),
@@ -170,39 +165,6 @@ def start(sup: Supervisor, workload: Cluster, envoy_gateway: Namespace) -> Servi
     wait_listening(proc, healthy, START_TIMEOUT_S, "waiting for /healthcheck")
     _RUNNING[workload.name] = service
     return service
-
-
-def _env(container: Obj, deployment: Obj) -> dict[str, str]:
-    """The container's environment; the downward API as the pod would fill it."""
-    env: dict[str, str] = {}
-    pod_fields = {
-        "metadata.namespace": NAMESPACE,
-        "metadata.name": f"{deployment['metadata']['name']}-e2e",
-    }
-    for var in container.get("env") or []:
-        if "value" in var:
-            env[var["name"]] = str(var["value"])
-            continue
-        path = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-        if path not in pod_fields:
-            raise ValueError(f"{DEPLOYMENT}: cannot fill {var['name']} from {var.get('valueFrom')}")
-        env[var["name"]] = pod_fields[path]
-    return env
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    """``host:port`` (how the Deployment writes both the xDS and the Redis address)."""
-    parsed = urllib.parse.urlsplit(url if "//" in url else f"//{url}")
-    if parsed.hostname is None or parsed.port is None:
-        raise ValueError(f"{DEPLOYMENT}: {url!r} is not host:port")
-    return parsed.hostname, parsed.port
-
-
-def _which(command: str) -> str:
-    found = shutil.which(command)
-    if found is None:
-        raise FileNotFoundError(f"{command} is not installed")
-    return found
 
 
 def _start_redis(sup: Supervisor, workload: Cluster, netns: Namespace, port: int) -> None:
@@ -241,51 +203,13 @@ def _start_redis(sup: Supervisor, workload: Cluster, netns: Namespace, port: int
 
 
 def _root(workload: Cluster, pod: Obj, container: Obj, hosts: Sequence[str]) -> Path:
-    """The directory the service runs in as its root: what its pod mounts, with the
-    volumes' modes, its hosts file and its binary at the container's command."""
-    kube = workload.admin
-    root = workload.dir / "ratelimit-root"
-    for mount in container.get("volumeMounts") or []:
-        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
-        into = root / mount["mountPath"].lstrip("/")
-        if "secret" in volume:
-            source = volume["secret"]
-            mount_secret(kube, NAMESPACE, source["secretName"], into, "Envoy Gateway's certgen")
-        elif "configMap" in volume:
-            source = volume["configMap"]
-            _mount_config_map(workload, source, into)
-        else:
-            raise ValueError(f"{DEPLOYMENT}: volume {volume['name']} is of a kind not mounted here")
-        # A Secret or ConfigMap volume's files have its defaultMode (0644 unless set),
-        # which the container's non-root user needs to read them.
-        for path in into.iterdir():
-            path.chmod(int(source.get("defaultMode", 0o644)))
-    for folder in ("tmp", "etc", "bin"):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    (root / "tmp").chmod(0o1777)
-    # Where the Deployment's hostnames lead in this pod: the xDS forward, and Redis.
-    (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost {' '.join(hosts)}\n")
-    image = root / container["command"][0].lstrip("/")
-    place_binary("ratelimit", image)
+    """The directory the service runs in as its root: what its pod mounts, its hosts file
+    and its binary at the container's command."""
+    root = pods.root(
+        workload, NAMESPACE, pod, container, into=workload.dir / "ratelimit-root", hosts=hosts
+    )
+    place_binary("ratelimit", root / container["command"][0].lstrip("/"))
     return root
-
-
-def _mount_config_map(workload: Cluster, source: Obj, into: Path) -> None:
-    """A ConfigMap volume: its keys as files; an optional one absent leaves it empty."""
-    name = source["name"]
-    if source.get("optional"):
-        found = workload.admin.get("v1", "ConfigMap", name, NAMESPACE)
-    else:
-        found = wait_for(
-            f"ConfigMap {NAMESPACE}/{name}",
-            lambda: workload.admin.get("v1", "ConfigMap", name, NAMESPACE),
-            DEPLOYMENT_TIMEOUT_S,
-        )
-    into.mkdir(parents=True, exist_ok=True)
-    for key, text in ((found or {}).get("data") or {}).items():
-        (into / key).write_text(text)
-    for key, value in ((found or {}).get("binaryData") or {}).items():
-        (into / key).write_bytes(base64.b64decode(value))
 
 
 # --- a client, for tests --------------------------------------------------------------

@@ -20,7 +20,7 @@ and the Bundle CRD comes from the pinned set like every other CRD.
 import functools
 from pathlib import Path
 
-from e2e.controlplane import charts, envoygateway, ratelimit
+from e2e.controlplane import charts, envoygateway, proxies, ratelimit
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
@@ -71,6 +71,8 @@ def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
     sup.on_stop.append(controllers.stop)
     # Once Envoy Gateway made its Deployment, when its configuration rate-limits.
     ratelimit.start(sup, workload, envoy_gateway)
+    # Each Gateway's Envoy, as Envoy Gateway makes its Deployment.
+    proxies.Proxies(sup, workload, envoy_gateway).start()
     return controllers
 
 
