@@ -222,8 +222,25 @@ def condition(out: Outcome) -> tuple[str, str, str]:
 
 
 def route_of(out: Outcome, gw: str = "public", **observed: Obj) -> Outcome:
-    """Reconcile the ModelRoute a ModelService composed for ``gw``, as Crossplane would."""
-    return run(compose, request(model_routes(out)[gw], observed=observed or None))
+    """Reconcile the ModelRoute a ModelService composed for ``gw``, as Crossplane would.
+
+    Without ``observed``, its backends are already on the gateway's cluster (the
+    route names a backend only then), and nothing else is."""
+    return reconcile_route(model_routes(out)[gw], observed or None)
+
+
+def reconcile_route(xr: Obj, observed: dict[str, Obj] | None = None) -> Outcome:
+    """Reconcile ModelRoute ``xr``; without ``observed``, once its backends are on the
+    gateway's cluster (the route names a backend only then) and nothing else is."""
+    if observed is None:
+        observed = backends_arrived(run(compose, request(xr)))
+    return run(compose, request(xr, observed=observed))
+
+
+def backends_arrived(out: Outcome) -> dict[str, Obj]:
+    """The Backends and AIServiceBackends a ModelRoute composed, applied to the cluster."""
+    roles = ("/backend", "/ai-service-backend")
+    return {k: v for k, v in as_observed(out).items() if k.endswith(roles)}
 
 
 def manifest(out: Outcome, key: str) -> Obj:

@@ -30,10 +30,12 @@ from tests.support.model_service import (
     NS,
     SVC,
     as_observed,
+    backends_arrived,
     canary_fleet,
     manifest,
     model_routes,
     objects_for,
+    reconcile_route,
 )
 
 Obj = dict[str, Any]
@@ -120,7 +122,7 @@ def canary_xr() -> Obj:
 
 def canary(observed: dict[str, Obj] | None = None) -> Outcome:
     """The canary's ModelRoute, reconciled."""
-    return run(compose, request(canary_xr(), observed=observed))
+    return reconcile_route(canary_xr(), observed)
 
 
 def settled_canary() -> Outcome:
@@ -136,7 +138,7 @@ def route(out: Outcome) -> Obj:
 
 
 def test_a_route_for_a_tls_gateway_attaches_to_its_https_listener_only() -> None:
-    spec = route(run(compose, request(model_route(sectionName="https"))))["spec"]
+    spec = route(reconcile_route(model_route(sectionName="https")))["spec"]
     assert spec["parentRefs"] == [
         {
             "group": "gateway.networking.k8s.io",
@@ -372,7 +374,7 @@ BACKENDS: list[tuple[str, Obj, Obj, Obj, set[str]]] = [
 def test_each_kind_of_backend(
     planned: Obj, backend_spec: Obj, ai_spec: Obj, extra: set[str]
 ) -> None:
-    out = run(compose, request(model_route(planned)))
+    out = reconcile_route(model_route(planned))
     assert out.fatal == []
     name = planned["endpoint"]
     assert set(out.desired) == {
@@ -393,7 +395,7 @@ def test_each_kind_of_backend(
 def test_anthropic_credential_goes_in_the_anthropic_header() -> None:
     planned = backend("claude", schema="Anthropic", credential={"name": "anthropic", "key": "k"})
     xr = model_route(planned)
-    out = run(compose, request(xr, observed=as_observed(run(compose, request(xr)))))
+    out = reconcile_route(xr, as_observed(reconcile_route(xr)))
     policy = manifest(out, endpoint_key("claude", "security-policy"))["spec"]
     assert policy["type"] == "AnthropicAPIKey"
     assert policy["anthropicAPIKey"] == {
@@ -405,14 +407,56 @@ def test_anthropic_credential_goes_in_the_anthropic_header() -> None:
 
 
 def test_the_gateway_block_drives_the_route_rule() -> None:
-    out = run(
-        compose,
-        request(model_route(gatewayName="gw-x", requestTimeout="15m", streamIdleTimeout="20s")),
-    )
-    spec = route(out)["spec"]
+    xr = model_route(gatewayName="gw-x", requestTimeout="15m", streamIdleTimeout="20s")
+    spec = route(reconcile_route(xr))["spec"]
     assert spec["parentRefs"][0]["name"] == "gw-x"
     assert spec["rules"][0]["timeouts"] == {"request": "15m"}
     assert spec["rules"][0]["streamIdleTimeout"] == "20s"
+
+
+# --- backends joining and leaving ----------------------------------------------------------
+# Envoy AI Gateway v1.1.0 crash-loops when its route names a backend Envoy Gateway did not
+# translate (envoyproxy/ai-gateway#2610): a route names only backends on the cluster.
+
+
+def named(out: Outcome) -> list[str]:
+    return [ref["name"] for ref in route(out)["spec"]["rules"][0]["backendRefs"]]
+
+
+def test_a_backend_joins_the_route_once_its_objects_are_on_the_cluster() -> None:
+    one = model_route(backend("a"))
+    two = model_route(backend("a"), backend("b", priority=1))
+    before = reconcile_route(one)
+    out = reconcile_route(two, as_observed(before))
+    assert named(out) == [backend_name(SVC, "public", "a")]
+    assert {endpoint_key("b", "backend"), endpoint_key("b", "ai-service-backend")} <= set(
+        out.desired
+    ), "its objects are composed meanwhile"
+    status, reason, message = out.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "BackendsMoving")
+    assert "b (arriving)" in message
+    joined = reconcile_route(two, as_observed(out))
+    assert named(joined) == [backend_name(SVC, "public", e) for e in ("a", "b")]
+
+
+def test_a_route_with_no_backend_on_the_cluster_is_not_composed() -> None:
+    out = run(compose, request(model_route(backend("a"))))
+    assert "route" not in out.desired
+    assert endpoint_key("a", "backend") in out.desired
+    assert out.conditions["RouteAccepted"][:2] == ("False", "BackendsMoving")
+
+
+def test_a_backend_leaves_the_cluster_only_after_the_route_stops_naming_it() -> None:
+    two = model_route(backend("a"), backend("b", priority=1, credential={"name": "k", "key": "v"}))
+    settled = reconcile_route(two, as_observed(reconcile_route(two)))
+    out = reconcile_route(model_route(backend("a")), as_observed(settled))
+    assert named(out) == [backend_name(SVC, "public", "a")]
+    assert objects_for("a", "b", credentials=("b",)) <= set(out.desired), "b's objects kept"
+    assert "b (leaving)" in out.conditions["RouteAccepted"][2]
+    gone = reconcile_route(model_route(backend("a")), as_observed(out))
+    # The credential's holder goes a call after its filler (Reconcile's projected Secrets).
+    assert set(gone.desired) == objects_for("a") | {holder_name(endpoint_key("b", "api-key"))}
+    assert gone.conditions["RouteAccepted"][:2] == ("True", "Accepted")
 
 
 # --- reporting acceptance ------------------------------------------------------------------
@@ -456,7 +500,9 @@ def test_route_accepted_is_reported(case: Acceptance) -> None:
     accepted, refusal, expected = case.accepted, case.refusal, case.route_accepted
     composed = canary() if accepted is None else settled_canary()
     observed = (
-        None if accepted is None else as_observed(composed, accepted=accepted, refusal=refusal)
+        backends_arrived(composed)
+        if accepted is None
+        else as_observed(composed, accepted=accepted, refusal=refusal)
     )
     out = canary(observed)
     assert out.conditions["RouteAccepted"] == expected
@@ -464,7 +510,7 @@ def test_route_accepted_is_reported(case: Acceptance) -> None:
     assert out.xr_ready is (expected[0] == "True")
     assert out.desired == composed.desired, "nothing flaps on the way"
     for key, desired in out.rsp.desired.resources.items():
-        conditions = (observed or {}).get(key, {}).get("status", {}).get("conditions", [])
+        conditions = observed.get(key, {}).get("status", {}).get("conditions", [])
         was_ready = {"type": "Ready", "status": "True", "reason": "Available"} in conditions
         assert desired.ready == (fnv1.READY_TRUE if was_ready else fnv1.READY_FALSE), key
 

@@ -1,7 +1,7 @@
 """The model-service examples stay true to the function.
 
 Each walk folder (and ``gateway-loses-client-ca``, which continues from
-walk-2; ``route-refused``, which continues from route-walk-1) must observe
+walk-2; ``route-refused``, which continues from route-walk-2) must observe
 exactly what the pass before it composes from its own inputs, so the examples
 keep showing the observed state Crossplane would hand the next pass. The
 ModelRoute examples reconcile the ModelRoute the ModelService walk composes,
@@ -95,7 +95,7 @@ def test_the_route_examples_reconcile_what_the_service_walk_composes() -> None:
 
 
 def test_the_service_walk_observes_what_the_route_reports() -> None:
-    reported = render(EXAMPLES / "route-walk-2-accepted")
+    reported = render(EXAMPLES / "route-walk-3-accepted")
     for name in ("walk-3-accepted", "walk-4-credential-withdrawn", "gateway-loses-client-ca"):
         [route] = Example(EXAMPLES / name).observed.values()
         status = dict(route["status"])

@@ -222,6 +222,10 @@ class Reconcile:
             self._observed[name] = view
         return view
 
+    def observed_names(self) -> list[str]:
+        """The composition names of every resource Crossplane observed, sorted."""
+        return sorted(self.req.observed.resources)
+
     # --- composing ---------------------------------------------------------
 
     def compose(self, name: str, manifest: dict[str, Any], *, ready: bool | None = None) -> None:

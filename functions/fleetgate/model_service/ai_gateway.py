@@ -343,12 +343,15 @@ def model_route_objects(
     backends: Sequence[RouteBackend],
     access: RouteAccess | None = None,
     alert: FailoverAlert | None = None,
+    *,
+    routed: Sequence[RouteBackend] | None = None,
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name.
 
     ``access``: who may call and how much; None, anyone the gateway
     authenticates, within the gateway's own limits. ``alert``: the failover
     alerts, composed when the route has a tier to fail over to or a priced endpoint.
+    ``routed``: the backends the AIGatewayRoute names (all of them if None).
     """
     gw = gateway.name
 
@@ -360,7 +363,9 @@ def model_route_objects(
         )
 
     objects = {
-        AI_GATEWAY_ROUTE_KEY: remote(ai_gateway_route(service, gateway, backends)),
+        AI_GATEWAY_ROUTE_KEY: remote(
+            ai_gateway_route(service, gateway, backends if routed is None else routed)
+        ),
         GENERATED_ROUTE_KEY: remote_object(
             manifest=generated_route(service, gateway),
             provider_config=gateway.provider_config_name,

@@ -8,11 +8,12 @@ route and Envoy Gateway resolved the HTTPRoute generated from it, for the
 ModelService to read back.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from fleetgate.core.errors import InputError
 from fleetgate.core.governance import hold_rate_limits
-from fleetgate.core.kinds.route import ModelRoute
+from fleetgate.core.kinds.route import ModelRoute, RouteBackend
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects
@@ -25,6 +26,8 @@ from fleetgate.model_service.naming import (
     TIERS_KEY,
     Service,
     ai_gateway_route_name,
+    backend_name,
+    endpoint_key,
 )
 from fleetgate.model_service.origin import OriginError, check_host
 
@@ -33,13 +36,20 @@ def compose(rec: Reconcile) -> None:
     route = rec.composite(ModelRoute)
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
+    backends = route.spec.backends
+    routed = [b for b in backends if _on_cluster(rec, b.endpoint)]
     objects = model_route_objects(
         service,
         route.spec.gateway,
-        route.spec.backends,
+        backends,
         route.spec.access,
         route.spec.failover_alert,
+        routed=routed,
     )
+    leaving = _keep_leaving(rec, service, route.spec.gateway.name, backends)
+    if not routed:  # nothing to name yet: the route as it was, if it was
+        del objects[AI_GATEWAY_ROUTE_KEY]
+        rec.keep(AI_GATEWAY_ROUTE_KEY)
     access = route.spec.access
     held = None
     if access is not None:
@@ -59,12 +69,55 @@ def compose(rec: Reconcile) -> None:
         rec.compose(key, obj, ready=key == FAILOVER_ALERTS_KEY or rec.observed(key).ready)
     rec.set_status(
         route=ai_gateway_route_name(service, route.spec.gateway.name),
-        backends=len(route.spec.backends),
+        backends=len(backends),
     )
-    if held is None:
+    arriving = sorted({b.endpoint for b in backends} - {b.endpoint for b in routed})
+    if held is None and (arriving or leaving):
+        moving = [f"{e} (arriving)" for e in arriving] + [f"{e} (leaving)" for e in leaving]
+        _not_accepted(
+            rec,
+            "BackendsMoving",
+            "the route names a backend only while its Backend and AIServiceBackend are on "
+            f"the gateway's cluster; waiting for {', '.join(moving)}",
+        )
+    elif held is None:
         _report(rec)
     _report_tiers(rec)
     _report_alerts(rec)
+
+
+def _on_cluster(rec: Reconcile, endpoint: str) -> bool:
+    """Whether the endpoint's Backend and AIServiceBackend are on the gateway's cluster.
+
+    Envoy AI Gateway v1.1.0 panics, and its controller crash-loops, when the
+    AIGatewayRoute names more backends than Envoy Gateway translated into the
+    route's cluster, as it does while one of them is not on the cluster yet
+    (internal/extensionserver/post_translate_modify.go:374-381, envoyproxy/
+    ai-gateway#2610): so a backend joins the route only once both are there.
+    """
+    return all(
+        rec.observed(endpoint_key(endpoint, role)).exists_remotely
+        for role in ("backend", "ai-service-backend")
+    )
+
+
+def _keep_leaving(
+    rec: Reconcile, service: Service, gateway: str, backends: Sequence[RouteBackend]
+) -> list[str]:
+    """Keep the objects of each endpoint the route on the cluster still names but the
+    spec no longer does, until the route stops naming it (the panic above, the other
+    way round). Returns those endpoints."""
+    named = {
+        ref.get("name")
+        for rule in rec.observed(AI_GATEWAY_ROUTE_KEY).remote.get("spec", "rules") or []
+        for ref in rule.get("backendRefs") or []
+    }
+    wanted = {b.endpoint for b in backends}
+    observed = {key.rpartition("/")[0] for key in rec.observed_names() if "/" in key}
+    leaving = sorted(e for e in observed - wanted if backend_name(service, gateway, e) in named)
+    for endpoint in leaving:
+        rec.keep_all(f"{endpoint}/")
+    return leaving
 
 
 def _refuse_addresses(route: ModelRoute) -> None:
