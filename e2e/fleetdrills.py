@@ -34,6 +34,7 @@ from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
 from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.metrics import COST_RATE
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
+from fleetgate.model_service.naming import Service, alerts_rule_name
 
 Drill = Callable[[Driver], list[str]]
 CLUSTER_LABEL = "fleetgate.dev/cluster"
@@ -463,7 +464,8 @@ def failover_alerts(driver: Driver) -> list[str]:
         spec = gateways.get(route.gateway, {}).get("spec") or {}
         monitored = (spec.get("monitoring") or {}).get("prometheusRules") is True
         fallback, priced = len({b.priority for b in route.backends}) > 1, _priced(xrs, route)
-        ref = Ref(route.cluster, PROMETHEUS_RULE_VERSION, "PrometheusRule", NAMESPACE, route.name)
+        name = alerts_rule_name(Service(route.service[1], route.service[2]), route.gateway)
+        ref = Ref(route.cluster, PROMETHEUS_RULE_VERSION, "PrometheusRule", NAMESPACE, name)
         rule = driver.remote(ref)
         wanted = monitored and (fallback or priced)
         if (rule is not None) != wanted:

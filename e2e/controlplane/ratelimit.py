@@ -70,7 +70,6 @@ from fleetgate.core.constants import (
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.inference_cluster import stack
-from fleetgate.model_service import naming as service_naming
 
 NAMESPACE = envoygateway.NAMESPACE
 # The Deployment Envoy Gateway provisions (InfraName, resource.go:96-97, v1.8.3).
@@ -414,9 +413,6 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
     not; the gateway's monthly cost budget holds for the month and is each
     caller's own. The restriction is lifted at the end.
     """
-    route_name = service_naming.ai_gateway_route_name(
-        service_naming.Service(SERVICE[1], SERVICE[2]), GATEWAY
-    )
     gateway = names.fleet_gateway(GATEWAY)
     started = time.monotonic()
     limits = [limit for limit, _ in LIMITS]
@@ -426,6 +422,10 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
         partial(restricted, driver, SERVICE, GATEWAY, CALLERS, tuple(r for _, r in LIMITS)),
         tolerate=[SERVICE],
     )
+    # The AIGatewayRoute serving the service now: its name follows its backends.
+    (route_name,) = [
+        r.name for r in driver.routes() if (r.service, r.gateway) == (SERVICE, GATEWAY)
+    ]
     t = live_xds(workload, workdir)
     (route,) = [
         r

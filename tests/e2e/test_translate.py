@@ -22,10 +22,10 @@ from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.model_service.composer import compose
-from fleetgate.model_service.naming import CALLER_ACCESS_KEY
 from sim.controllers import patch_applied
 from sim.loop import without_times
 from tests.support import request, run
+from tests.support.model_service import manifest, only_route_key
 
 Check = Callable[[Fleet, dict[str, Cluster]], list[str]]
 PUBLIC = "eu-west-1"  # the public gateway's cluster
@@ -235,7 +235,7 @@ def test_drill_an_invalid_backend_leaves_the_tiers_patch_without_a_target(
     }
     key = _public_model_route(fleet)
     observed = copy.deepcopy(fleet.composed[key])
-    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    remote = observed[only_route_key(observed, "strict-tiers")]["status"]["atProvider"]["manifest"]
     remote["status"] = {
         "ancestors": [{**ancestor, "conditions": [*ancestor["conditions"], programmed]}]
     }
@@ -259,7 +259,9 @@ def _route_accepted(fleet: Fleet, cluster: Cluster, route: str) -> tuple[str, st
     key = _public_model_route(fleet)
     observed = copy.deepcopy(fleet.composed[key])
     generated = cluster.result.named("httpRoutes", route)
-    observed["generated-route"]["status"]["atProvider"]["manifest"] = generated
+    observed[only_route_key(observed, "generated-route")]["status"]["atProvider"]["manifest"] = (
+        generated
+    )
     out = run(compose, request(fleet.xrs[key], observed=observed))
     return out.conditions["RouteAccepted"]
 
@@ -270,7 +272,7 @@ def _with_access(fleet: Fleet, callers: list[str]) -> tuple[Obj, dataplane.Edit]
     xr = copy.deepcopy(fleet.xrs[key])
     xr["spec"]["access"] = {"callers": callers}
     out = run(compose, request(xr, observed=fleet.composed[key]))
-    policy: Obj = out.desired[CALLER_ACCESS_KEY]["spec"]["forProvider"]["manifest"]
+    policy: Obj = manifest(out, only_route_key(out.desired, "caller-access"))
 
     def edit(pc: str, objects: list[Obj]) -> list[Obj]:
         return [*objects, policy] if pc == PUBLIC else objects

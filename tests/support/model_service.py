@@ -12,15 +12,19 @@ derives from it, each ModelRoute with the status its own reconcile reported.
 import base64
 import copy
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
+    ROUTE_KEY_MARK,
     Service,
-    ai_gateway_route_name,
     endpoint_key,
+    is_ai_gateway_route_key,
+    is_route_key,
     model_route_key,
+    route_keys,
 )
 from sim import controllers, pipeline
 from sim.pki import ca
@@ -249,10 +253,35 @@ def manifest(out: Outcome, key: str) -> Obj:
     return found
 
 
-def route_policy_spec(policy: Obj, kind: str, gw: str = "public") -> Obj:
-    """The rest of a policy's spec, once it is a ``kind`` named after the service's route on
-    ``gw``, targets that route and merges into the gateway's own ``kind`` (never replacing it)."""
-    route = ai_gateway_route_name(SVC, gw)
+def route_key(out: Outcome, role: str = "route") -> str:
+    """The composition name of ``role`` (route, generated-route, strict-tiers, caller-access,
+    caller-traffic) of the route a ModelRoute composed for the backends on the cluster
+    (``status.route``), beside any route it replaces."""
+    name = out.composite["status"]["route"]
+    (key,) = [
+        k
+        for k in out.desired
+        if is_ai_gateway_route_key(k) and manifest(out, k)["metadata"]["name"] == name
+    ]
+    return role + key.removeprefix("route")
+
+
+def only_route_key(keys: Iterable[str], role: str) -> str:
+    """The one composition name of ``role`` (``route_key``) among ``keys`` of a settled route."""
+    (key,) = [k for k in keys if is_route_key(k) and k.partition(ROUTE_KEY_MARK)[0] == role]
+    return key
+
+
+def route_manifest(out: Outcome, role: str = "route") -> Obj:
+    """The remote object of ``role`` (``route_key``) of the route a ModelRoute composed."""
+    return manifest(out, route_key(out, role))
+
+
+def route_policy_spec(out: Outcome, role: str, kind: str) -> Obj:
+    """The rest of the spec of the route's ``role`` policy, once it is a ``kind`` named after
+    the route, targets it and merges into the gateway's own ``kind`` (never replacing it)."""
+    policy = route_manifest(out, role)
+    route = out.composite["status"]["route"]
     assert (policy["kind"], policy["metadata"]["name"]) == (kind, route)
     spec = dict(policy["spec"])
     target = {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route}
@@ -263,7 +292,8 @@ def route_policy_spec(policy: Obj, kind: str, gw: str = "public") -> Obj:
 
 def objects_for(*endpoints: str, credentials: tuple[str, ...] = ()) -> set[str]:
     """The composition resource names of a ModelRoute routing ``endpoints``."""
-    keys = {"route", "generated-route", "strict-tiers"}
+    route = route_keys(endpoints)
+    keys = {route.route, route.generated, route.tiers}
     for ep in endpoints:
         keys |= {endpoint_key(ep, "backend"), endpoint_key(ep, "ai-service-backend")}
     for ep in credentials:

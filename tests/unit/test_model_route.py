@@ -21,6 +21,8 @@ from fleetgate.model_service.naming import (
     api_key_name,
     backend_name,
     endpoint_key,
+    is_route_key,
+    route_keys,
 )
 from tests.support import Outcome, request, run
 from tests.support.model_service import (
@@ -36,9 +38,14 @@ from tests.support.model_service import (
     model_routes,
     objects_for,
     reconcile_route,
+    route_manifest,
 )
 
 Obj = dict[str, Any]
+# The canary's route on the public gateway, and the composition names of what it composes.
+CANARY_ENDPOINTS = ("qwen-eu-1", "qwen-us-1", "openai")
+CANARY_ROUTE = ai_gateway_route_name(SVC, "public", CANARY_ENDPOINTS)
+CANARY_KEYS = route_keys(CANARY_ENDPOINTS)
 EU_1 = "eu-1-0123456789.fleetgate-system.svc.cluster.local"
 
 
@@ -131,7 +138,7 @@ def settled_canary() -> Outcome:
 
 
 def route(out: Outcome) -> Obj:
-    return manifest(out, "route")
+    return route_manifest(out)
 
 
 # --- the canary's route, as its ModelService planned it ---------------------------
@@ -157,7 +164,7 @@ def test_canary_route() -> None:
         "qwen-eu-1", "qwen-us-1", "openai", credentials=("openai",)
     )
     assert route(out)["metadata"] == {
-        "name": ai_gateway_route_name(SVC, "public"),
+        "name": CANARY_ROUTE,
         "namespace": "fleetgate-system",
     }
     spec = route(out)["spec"]
@@ -203,7 +210,7 @@ def test_canary_route() -> None:
         {"metadataKey": "cost_milli", "type": "CEL", "cel": "0u"},
     ]
     assert out.conditions["RouteAccepted"] == ("False", "Pending", "route not accepted yet")
-    assert out.composite["status"] == {"route": ai_gateway_route_name(SVC, "public"), "backends": 3}
+    assert out.composite["status"] == {"route": CANARY_ROUTE, "backends": 3}
     assert out.composite_ready == "READY_FALSE"
 
 
@@ -377,10 +384,11 @@ def test_each_kind_of_backend(
     out = reconcile_route(model_route(planned))
     assert out.fatal == []
     name = planned["endpoint"]
+    keys = route_keys([name])
     assert set(out.desired) == {
-        "route",
-        "generated-route",
-        "strict-tiers",
+        keys.route,
+        keys.generated,
+        keys.tiers,
         endpoint_key(name, "backend"),
         endpoint_key(name, "ai-service-backend"),
         *extra,
@@ -416,19 +424,36 @@ def test_the_gateway_block_drives_the_route_rule() -> None:
 
 # --- backends joining and leaving ----------------------------------------------------------
 # Envoy AI Gateway v1.1.0 crash-loops when its route names a backend Envoy Gateway did not
-# translate (envoyproxy/ai-gateway#2610): a route names only backends on the cluster.
+# translate (envoyproxy/ai-gateway#2610): a route names only backends on the cluster, and no
+# AIGatewayRoute ever gains one: a new backend set is a new route, which replaces the old.
 
 
 def named(out: Outcome) -> list[str]:
     return [ref["name"] for ref in route(out)["spec"]["rules"][0]["backendRefs"]]
 
 
-def test_a_backend_joins_the_route_once_its_objects_are_on_the_cluster() -> None:
+def routes(out: Outcome) -> dict[str, list[str]]:
+    """Every AIGatewayRoute composed, by name, with the endpoints it names."""
+    found = [manifest(out, k) for k in out.desired if k.startswith("route")]
+    return {
+        r["metadata"]["name"]: [ref["name"] for ref in r["spec"]["rules"][0]["backendRefs"]]
+        for r in found
+    }
+
+
+def route_of_endpoints(*endpoints: str) -> tuple[str, list[str]]:
+    """The AIGatewayRoute naming ``endpoints``: (its name, its backends' names)."""
+    names = [backend_name(SVC, "public", e) for e in endpoints]
+    return ai_gateway_route_name(SVC, "public", endpoints), names
+
+
+def test_a_backend_joins_a_new_route_once_its_objects_are_on_the_cluster() -> None:
     one = model_route(backend("a"))
     two = model_route(backend("a"), backend("b", priority=1))
     before = reconcile_route(one)
     out = reconcile_route(two, as_observed(before))
-    assert named(out) == [backend_name(SVC, "public", "a")]
+    assert routes(out) == dict([route_of_endpoints("a")])
+    assert manifest(out, route_keys(["a"]).route) == manifest(before, route_keys(["a"]).route)
     assert {endpoint_key("b", "backend"), endpoint_key("b", "ai-service-backend")} <= set(
         out.desired
     ), "its objects are composed meanwhile"
@@ -436,27 +461,76 @@ def test_a_backend_joins_the_route_once_its_objects_are_on_the_cluster() -> None
     assert (status, reason) == ("False", "BackendsMoving")
     assert "b (arriving)" in message
     joined = reconcile_route(two, as_observed(out))
-    assert named(joined) == [backend_name(SVC, "public", e) for e in ("a", "b")]
+    # Created whole beside the old route, which answers until the new one serves.
+    assert routes(joined) == dict([route_of_endpoints("a"), route_of_endpoints("a", "b")])
+    assert joined.conditions["RouteAccepted"] == ("False", "Pending", "route not accepted yet")
+    served = reconcile_route(two, as_observed(joined))
+    assert routes(served) == dict([route_of_endpoints("a", "b")])
+    assert set(served.desired) == objects_for("a", "b")
+    assert served.conditions["RouteAccepted"][:2] == ("True", "Accepted")
+
+
+def test_the_old_route_serves_until_the_new_ones_caller_policies_are_attached() -> None:
+    access = {"callers": ["team-a"]}
+    one = model_route(backend("a"))
+    one["spec"]["access"] = access
+    two = copy.deepcopy(one)
+    two["spec"]["backends"].append(backend("b"))
+    settled = reconcile_route(one, as_observed(reconcile_route(one)))
+    joined = reconcile_route(two, as_observed(reconcile_route(two, as_observed(settled))))
+    new = route_keys(["a", "b"])
+    observed = as_observed(joined)
+    observed[new.access]["status"]["conditions"][0]["status"] = "False"
+    waiting = reconcile_route(two, observed)
+    assert routes(waiting) == dict([route_of_endpoints("a"), route_of_endpoints("a", "b")])
+    assert route_keys(["a"]).access in waiting.desired, "the old route keeps its caller policy"
+    assert routes(reconcile_route(two, as_observed(joined))) == dict([route_of_endpoints("a", "b")])
 
 
 def test_a_route_with_no_backend_on_the_cluster_is_not_composed() -> None:
     out = run(compose, request(model_route(backend("a"))))
-    assert "route" not in out.desired
+    assert not [k for k in out.desired if is_route_key(k)]
     assert endpoint_key("a", "backend") in out.desired
     assert out.conditions["RouteAccepted"][:2] == ("False", "BackendsMoving")
 
 
-def test_a_backend_leaves_the_cluster_only_after_the_route_stops_naming_it() -> None:
+def test_a_backend_leaves_in_stages_route_objects_then_credential() -> None:
+    """Deleted with its BackendSecurityPolicy, an AIServiceBackend can stay Terminating for
+    good in Envoy AI Gateway v1.1.0 (envoyproxy/ai-gateway#2565)."""
     two = model_route(backend("a"), backend("b", priority=1, credential={"name": "k", "key": "v"}))
+    one = model_route(backend("a"))
     settled = reconcile_route(two, as_observed(reconcile_route(two)))
-    out = reconcile_route(model_route(backend("a")), as_observed(settled))
-    assert named(out) == [backend_name(SVC, "public", "a")]
-    assert objects_for("a", "b", credentials=("b",)) <= set(out.desired), "b's objects kept"
+    b_objects = {k for k in objects_for("b", credentials=("b",)) if k.startswith("b/")}
+    out = reconcile_route(one, as_observed(settled))
+    assert routes(out) == dict([route_of_endpoints("a", "b"), route_of_endpoints("a")])
+    assert set(out.desired) == objects_for("a", "b") | objects_for("a") | b_objects
     assert "b (leaving)" in out.conditions["RouteAccepted"][2]
-    gone = reconcile_route(model_route(backend("a")), as_observed(out))
+    swapped = reconcile_route(one, as_observed(out))
+    assert routes(swapped) == dict([route_of_endpoints("a")])
+    assert set(swapped.desired) == objects_for("a") | b_objects, "named until the old route goes"
+    unnamed = reconcile_route(one, as_observed(swapped))
+    credential = {endpoint_key("b", "security-policy"), endpoint_key("b", "api-key")}
+    holder = holder_name(endpoint_key("b", "api-key"))
+    assert set(unnamed.desired) == objects_for("a") | credential | {holder}
+    assert "b (leaving)" in unnamed.conditions["RouteAccepted"][2]
+    gone = reconcile_route(one, as_observed(unnamed))
     # The credential's holder goes a call after its filler (Reconcile's projected Secrets).
-    assert set(gone.desired) == objects_for("a") | {holder_name(endpoint_key("b", "api-key"))}
+    assert set(gone.desired) == objects_for("a") | {holder}
     assert gone.conditions["RouteAccepted"][:2] == ("True", "Accepted")
+
+
+def test_a_route_composed_before_routes_were_keyed_serves_until_its_successor_does() -> None:
+    """Upgrading Fleetgate: the route's Objects under their old names are replaced the same way."""
+    xr = model_route(backend("a"))
+    observed = as_observed(reconcile_route(xr))
+    keys = route_keys(["a"])
+    for old, new in (("route", keys.route), ("generated-route", keys.generated)):
+        observed[old] = observed.pop(new)
+    observed["strict-tiers"] = observed.pop(keys.tiers)
+    first = reconcile_route(xr, observed)
+    assert {"route", "generated-route", "strict-tiers", *keys[:3]} <= set(first.desired)
+    then = reconcile_route(xr, as_observed(first))
+    assert set(then.desired) == objects_for("a")
 
 
 # --- reporting acceptance ------------------------------------------------------------------
@@ -524,23 +598,23 @@ def test_a_backend_envoy_gateway_cannot_resolve_keeps_the_route_unaccepted() -> 
     assert out.conditions["RouteAccepted"] == (
         "False",
         "Unresolved",
-        f"Envoy Gateway on HTTPRoute {ai_gateway_route_name(SVC, 'public')}: {why}",
+        f"Envoy Gateway on HTTPRoute {CANARY_ROUTE}: {why}",
     )
     assert out.composite_ready == "READY_FALSE"
 
 
 def test_the_generated_httproute_is_observed_never_written() -> None:
-    obj = canary().desired["generated-route"]
+    obj = canary().desired[CANARY_KEYS.generated]
     assert obj["spec"]["managementPolicies"] == ["Observe"]
     assert obj["spec"]["forProvider"]["manifest"]["metadata"] == {
-        "name": ai_gateway_route_name(SVC, "public"),
+        "name": CANARY_ROUTE,
         "namespace": "fleetgate-system",
     }
 
 
 def test_until_envoy_gateway_reports_on_the_generated_httproute_the_route_is_pending() -> None:
     observed = as_observed(canary())
-    del observed["generated-route"]["status"]["atProvider"]
+    del observed[CANARY_KEYS.generated]["status"]["atProvider"]
     out = canary(observed)
     assert out.conditions["RouteAccepted"][:2] == ("False", "Pending")
     assert "has not reported Accepted" in out.conditions["RouteAccepted"][2]
@@ -549,10 +623,10 @@ def test_until_envoy_gateway_reports_on_the_generated_httproute_the_route_is_pen
 def test_priority_tiers_are_made_strict_on_the_routes_envoy_cluster() -> None:
     """Envoy's default overprovisioning factor (140) sends a share to the next tier once a tier
     is under ~72% healthy: one of two hosted endpoints ejected put ~30% on the paid fallback."""
-    patch = manifest(canary(), "strict-tiers")
+    patch = manifest(canary(), CANARY_KEYS.tiers)
     assert patch["kind"] == "EnvoyPatchPolicy"
     assert patch["metadata"] == {
-        "name": ai_gateway_route_name(SVC, "public"),
+        "name": CANARY_ROUTE,
         "namespace": "fleetgate-system",
     }
     assert patch["spec"] == {
@@ -565,7 +639,7 @@ def test_priority_tiers_are_made_strict_on_the_routes_envoy_cluster() -> None:
         "jsonPatches": [
             {
                 "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-                "name": f"httproute/fleetgate-system/{ai_gateway_route_name(SVC, 'public')}/rule/0",
+                "name": f"httproute/fleetgate-system/{CANARY_ROUTE}/rule/0",
                 "operation": {
                     "op": "add",
                     "path": "/load_assignment/policy",
@@ -584,7 +658,7 @@ def test_an_envoy_gateway_without_patch_policies_is_reported() -> None:
         "reason": "Disabled",
         "message": "EnvoyPatchPolicy is disabled in the EnvoyGateway configuration",
     }
-    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    remote = observed[CANARY_KEYS.tiers]["status"]["atProvider"]["manifest"]
     remote["status"]["ancestors"][0]["conditions"] = [refused]
     out = canary(observed)
     status, reason, message = out.conditions["StrictTiers"]
@@ -612,7 +686,7 @@ UNAPPLIED = {
 def test_an_accepted_patch_that_did_not_apply_leaves_tiers_unstrict(programmed: Obj) -> None:
     """Issue 31: a patch whose target cluster is gone reads Accepted=True, Programmed=False."""
     observed = as_observed(canary())
-    remote = observed["strict-tiers"]["status"]["atProvider"]["manifest"]
+    remote = observed[CANARY_KEYS.tiers]["status"]["atProvider"]["manifest"]
     conditions = remote["status"]["ancestors"][0]["conditions"]
     assert [c["type"] for c in conditions] == ["Accepted", "Programmed"]
     conditions[1] = {**conditions[1], "status": "False", **programmed}
@@ -659,13 +733,13 @@ def test_an_accepted_route_with_unavailable_backends_is_not_ready() -> None:
 def test_envoy_gateway_resolving_an_older_httproute_leaves_the_route_pending() -> None:
     """Issue 15: a status written for an older spec said RouteAccepted=True."""
     observed = as_observed(canary())
-    _stamped(observed, "generated-route", generation=5, stamp=1)
+    _stamped(observed, CANARY_KEYS.generated, generation=5, stamp=1)
     out = canary(observed)
     status, reason, message = out.conditions["RouteAccepted"]
     assert (status, reason) == ("False", "Pending")
     assert "has not reported Accepted" in message
     assert out.composite_ready == "READY_FALSE"
-    _stamped(observed, "generated-route", generation=5, stamp=5)
+    _stamped(observed, CANARY_KEYS.generated, generation=5, stamp=5)
     assert canary(observed).conditions["RouteAccepted"][0] == "True"
 
 
@@ -673,15 +747,15 @@ def test_a_refusal_of_an_older_spec_is_not_this_ones() -> None:
     refused = as_observed(canary(), accepted=False, refusal="backend x not found")
     for obj in refused.values():  # the Objects Ready again: only the route's status lags
         obj["status"]["conditions"][0]["status"] = "True"
-    _stamped(refused, "route", generation=2, stamp=1)
+    _stamped(refused, CANARY_KEYS.route, generation=2, stamp=1)
     assert canary(refused).conditions["RouteAccepted"][0] == "True"
-    _stamped(refused, "route", generation=2, stamp=2)
+    _stamped(refused, CANARY_KEYS.route, generation=2, stamp=2)
     assert canary(refused).conditions["RouteAccepted"][:2] == ("False", "Refused")
 
 
 def test_strict_tiers_from_an_older_patch_policy_are_pending() -> None:
     observed = as_observed(canary())
-    _stamped(observed, "strict-tiers", generation=3, stamp=2)
+    _stamped(observed, CANARY_KEYS.tiers, generation=3, stamp=2)
     assert canary(observed).conditions["StrictTiers"][:2] == ("False", "Pending")
 
 

@@ -15,9 +15,14 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from e2e import xrds
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
-from fleetgate.core.secrets import is_holder
+from fleetgate.core.secrets import holder_name, is_holder
 from fleetgate.model_service.composer import compose
-from fleetgate.model_service.naming import model_route_key, model_route_name
+from fleetgate.model_service.naming import (
+    endpoint_key,
+    is_route_key,
+    model_route_key,
+    model_route_name,
+)
 from sim import pipeline
 from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (
@@ -27,6 +32,7 @@ from tests.support.model_service import (
     NS,
     SVC,
     Required,
+    as_observed,
     backend_refs,
     canary_fleet,
     cluster,
@@ -38,6 +44,7 @@ from tests.support.model_service import (
     hosted,
     model_routes,
     plan,
+    reconcile_route,
     route_of,
     routed,
     routes_observed,
@@ -776,11 +783,45 @@ def test_a_gateway_that_loses_its_prerequisites_keeps_what_it_had() -> None:
     assert condition(out)[:2] == ("False", "WaitingForGateways")
     assert [g["name"] for g in out.composite["status"]["gateways"]] == ["public"]
 
-    # A gateway that stops selecting the service does lose its route.
+    # A gateway that stops selecting the service has its route withdrawn, then deleted.
     required["gateways"] = [gateway("public"), gateway("internal", "core", selector={"x": "y"})]
     dropped = run(compose, request(CANARY, required=required, observed=observed))
-    assert set(model_routes(dropped)) == {"public"}
+    assert model_routes(dropped)["internal"]["spec"]["withdraw"] is True
+    assert "withdraw" not in model_routes(dropped)["public"]["spec"]
     assert condition(dropped)[:2] == ("True", "RoutesAccepted")
+    internal = model_route_key("internal")
+    assert dropped.rsp.desired.resources[internal].ready == fnv1.READY_TRUE, "holds nothing up"
+    observed[internal]["spec"]["withdraw"] = True
+    observed[internal]["status"]["withdrawn"] = True
+    gone = run(compose, request(CANARY, required=required, observed=observed))
+    assert set(model_routes(gone)) == {"public"}
+
+
+def test_a_withdrawn_route_leaves_its_cluster_in_stages_then_says_so() -> None:
+    """Its Objects deleted together, Envoy AI Gateway v1.1.0 can leave an AIServiceBackend
+    Terminating for good (envoyproxy/ai-gateway#2565): so route first, then the Backends and
+    AIServiceBackends, then each credential."""
+    composed = run(compose, request(CANARY, required=canary_fleet()))
+    xr = copy.deepcopy(model_routes(composed)["public"])
+    settled = as_observed(route_of(composed))
+    xr["spec"]["withdraw"] = True
+    first = reconcile_route(xr, settled)
+    assert not [k for k in first.desired if is_route_key(k)], "the route goes at once"
+    assert set(first.desired) == {k for k in settled if "/" in k}
+    status, reason, message = first.conditions["RouteAccepted"]
+    assert (status, reason) == ("False", "Withdrawn")
+    assert message.endswith("waiting for openai, qwen-eu-1, qwen-us-1 to leave its cluster")
+    assert first.composite["status"]["withdrawn"] is False
+    credential = {endpoint_key("openai", "security-policy"), endpoint_key("openai", "api-key")}
+    holder = holder_name(endpoint_key("openai", "api-key"))
+    second = reconcile_route(xr, as_observed(first))
+    assert set(second.desired) == credential | {holder}
+    third = reconcile_route(xr, as_observed(second))
+    assert set(third.desired) == {holder}
+    assert third.composite["status"]["withdrawn"] is False
+    gone = reconcile_route(xr, {})
+    assert gone.desired == {}
+    assert gone.composite["status"]["withdrawn"] is True
 
 
 # --- invariants ------------------------------------------------------------------------

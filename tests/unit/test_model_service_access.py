@@ -17,7 +17,6 @@ from fleetgate.core.governance import group_key
 from fleetgate.core.kinds.route import ROUTE_CALLERS_MAX
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import (
-    CALLER_ACCESS_KEY,
     model_route_key,
 )
 from sim import pipeline
@@ -28,8 +27,8 @@ from tests.support.model_service import (
     cluster,
     condition,
     gateway,
-    manifest,
     model_routes,
+    route_manifest,
     route_of,
     route_policy_spec,
     routes_observed,
@@ -59,13 +58,13 @@ def callers(out: Outcome, gw: str = "public") -> list[str] | None:
 
 
 def policy(out: Outcome, gw: str = "public") -> dict[str, Any]:
-    return manifest(route_of(out, gw), CALLER_ACCESS_KEY)
+    return route_manifest(route_of(out, gw), "caller-access")
 
 
 def test_without_access_every_authenticated_caller_may_call() -> None:
     out = run(compose, request(CANARY, required=canary_fleet()))
     assert callers(out) is None
-    assert CALLER_ACCESS_KEY not in route_of(out).desired
+    assert not [k for k in route_of(out).desired if k.startswith("caller-access")]
     assert out.conditions["AccessResolved"][:2] == ("True", "Unrestricted")
 
 
@@ -82,7 +81,7 @@ def test_the_callers_named_and_every_key_of_each_group_may_call() -> None:
 def test_the_policy_allows_exactly_those_callers_on_the_generated_route() -> None:
     out = run(compose, request(restricted(callers=["team-a", "ci"]), required=canary_fleet()))
     # Merged into the gateway's API-key policy, never replacing it.
-    assert route_policy_spec(policy(out), "SecurityPolicy") == {
+    assert route_policy_spec(route_of(out), "caller-access", "SecurityPolicy") == {
         "authorization": {
             "defaultAction": "Deny",
             "rules": [

@@ -8,6 +8,7 @@ from fleetgate.core.names import hashed_label
 from fleetgate.model_service.naming import (
     Service,
     ai_gateway_route_name,
+    alerts_rule_name,
     api_key_name,
     backend_name,
     model_route_name,
@@ -156,8 +157,28 @@ NAMES: list[tuple[str, str, str]] = [
     # name, one remote name, another that must differ
     (
         "gateways sharing a cluster",
-        ai_gateway_route_name(SVC, "public"),
-        ai_gateway_route_name(SVC, "internal"),
+        ai_gateway_route_name(SVC, "public", ["openai"]),
+        ai_gateway_route_name(SVC, "internal", ["openai"]),
+    ),
+    (
+        "routes of two backend sets",
+        ai_gateway_route_name(SVC, "public", ["openai"]),
+        ai_gateway_route_name(SVC, "public", ["openai", "qwen"]),
+    ),
+    (
+        "routes of one backend set in two orders",
+        ai_gateway_route_name(SVC, "public", ["qwen", "openai"]),
+        ai_gateway_route_name(SVC, "public", ["openai", "qwen"]),
+    ),
+    (
+        "routes: endpoints split differently",
+        ai_gateway_route_name(SVC, "public", ["a-b", "c"]),
+        ai_gateway_route_name(SVC, "public", ["a", "b-c"]),
+    ),
+    (
+        "a route and the failover alerts of its gateway",
+        ai_gateway_route_name(SVC, "public", ["openai"]),
+        alerts_rule_name(SVC, "public"),
     ),
     (
         "services selecting the same endpoint",
@@ -166,8 +187,8 @@ NAMES: list[tuple[str, str, str]] = [
     ),
     (
         "dash ambiguity between namespace and name",
-        ai_gateway_route_name(Service("a-b", "c"), "gw"),
-        ai_gateway_route_name(Service("a", "b-c"), "gw"),
+        ai_gateway_route_name(Service("a-b", "c"), "gw", ["e"]),
+        ai_gateway_route_name(Service("a", "b-c"), "gw", ["e"]),
     ),
     (
         "dot vs dash in endpoint names",
@@ -207,8 +228,9 @@ def test_remote_names_are_distinct_bounded_labels(one: str, other: str) -> None:
 
 
 def test_remote_names_are_stable_and_readable() -> None:
-    assert ai_gateway_route_name(SVC, "public") == ai_gateway_route_name(SVC, "public")
-    assert ai_gateway_route_name(SVC, "public").startswith("team-a-chat-")
+    route = ai_gateway_route_name(SVC, "public", ["openai"])
+    assert route == ai_gateway_route_name(SVC, "public", ["openai"])
+    assert route.startswith("team-a-chat-")
     assert backend_name(SVC, "public", "openai").startswith("team-a-chat-openai-")
     assert model_route_name(SVC, "public").startswith("chat-public-")
 

@@ -251,6 +251,10 @@ class Reconcile:
         if ready is not None:
             desired.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
 
+    def composes(self, name: str) -> bool:
+        """Whether ``name`` is in the desired state so far."""
+        return name in self.rsp.desired.resources
+
     def keep(self, name: str) -> bool:
         """Carry an observed resource over unchanged, so a transient gap deletes nothing.
 

@@ -30,17 +30,13 @@ from fleetgate.core.objects import Manifest, remote_object
 from fleetgate.core.secrets import secret_patch
 from fleetgate.model_service.alerts import prometheus_rule
 from fleetgate.model_service.naming import (
-    AI_GATEWAY_ROUTE_KEY,
-    CALLER_ACCESS_KEY,
-    CALLER_TRAFFIC_KEY,
     FAILOVER_ALERTS_KEY,
-    GENERATED_ROUTE_KEY,
-    TIERS_KEY,
     Service,
     ai_gateway_route_name,
     api_key_name,
     backend_name,
     endpoint_key,
+    route_keys,
 )
 
 AI_GATEWAY: Final = "aigateway.envoyproxy.io"
@@ -120,7 +116,7 @@ def ai_gateway_route(
     return _manifest(
         AI_GATEWAY_VERSION,
         "AIGatewayRoute",
-        ai_gateway_route_name(service, gateway.name),
+        route_name(service, gateway, backends),
         spec={
             "parentRefs": [parent],
             "rules": [
@@ -153,7 +149,12 @@ def ai_gateway_route(
     )
 
 
-def generated_route(service: Service, gateway: RouteGateway) -> Manifest:
+def route_name(service: Service, gateway: RouteGateway, backends: Sequence[RouteBackend]) -> str:
+    """The name of the AIGatewayRoute naming ``backends`` (``naming.ai_gateway_route_name``)."""
+    return ai_gateway_route_name(service, gateway.name, [b.endpoint for b in backends])
+
+
+def generated_route(route: str) -> Manifest:
     """The HTTPRoute Envoy AI Gateway writes for the AIGatewayRoute (same name), to observe.
 
     Envoy Gateway reports on that HTTPRoute, not on the AIGatewayRoute: a
@@ -163,17 +164,15 @@ def generated_route(service: Service, gateway: RouteGateway) -> Manifest:
     Gateway owns it (``spec`` is empty because the schema requires one; an
     Observe Object never applies it).
     """
-    return _manifest(
-        f"{GATEWAY_API}/v1", "HTTPRoute", ai_gateway_route_name(service, gateway.name), spec={}
-    )
+    return _manifest(f"{GATEWAY_API}/v1", "HTTPRoute", route, spec={})
 
 
-def xds_cluster_name(service: Service, gateway: RouteGateway) -> str:
+def xds_cluster_name(route: str) -> str:
     """The Envoy cluster Envoy Gateway makes of the generated HTTPRoute's (first) rule."""
-    return f"httproute/{SYSTEM_NAMESPACE}/{ai_gateway_route_name(service, gateway.name)}/rule/0"
+    return f"httproute/{SYSTEM_NAMESPACE}/{route}/rule/0"
 
 
-def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
+def strict_tiers(route: str, gateway: RouteGateway) -> Manifest:
     """An EnvoyPatchPolicy making priority tiers strict on the route's Envoy cluster.
 
     Envoy Gateway applies JSON patches before it calls AI Gateway's extension
@@ -185,14 +184,14 @@ def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
     return _manifest(
         f"{ENVOY_GATEWAY}/v1alpha1",
         "EnvoyPatchPolicy",
-        ai_gateway_route_name(service, gateway.name),
+        route,
         spec={
             "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
             "type": "JSONPatch",
             "jsonPatches": [
                 {
                     "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-                    "name": xds_cluster_name(service, gateway),
+                    "name": xds_cluster_name(route),
                     "operation": {
                         "op": "add",
                         "path": "/load_assignment/policy",
@@ -210,7 +209,7 @@ def strict_tiers(service: Service, gateway: RouteGateway) -> Manifest:
 PRINCIPAL_VALUES_MAX: Final = 256
 
 
-def caller_access(service: Service, gateway: RouteGateway, callers: Sequence[str]) -> Manifest:
+def caller_access(route: str, callers: Sequence[str]) -> Manifest:
     """Only the allowed callers reach the model: a policy on the HTTPRoute AI Gateway generates.
 
     The caller is the identity the gateway's API-key authentication stamps in
@@ -234,12 +233,11 @@ def caller_access(service: Service, gateway: RouteGateway, callers: Sequence[str
         for i in range(0, len(callers), PRINCIPAL_VALUES_MAX)
     ]
     authorization = {"defaultAction": "Deny", **({"rules": rules} if rules else {})}
-    return _route_policy(service, gateway, "SecurityPolicy", authorization=authorization)
+    return _route_policy(route, "SecurityPolicy", authorization=authorization)
 
 
-def _route_policy(service: Service, gateway: RouteGateway, kind: str, **spec: Any) -> Manifest:
+def _route_policy(route: str, kind: str, **spec: Any) -> Manifest:
     """An Envoy Gateway policy on the generated HTTPRoute, merged into the gateway's own."""
-    route = ai_gateway_route_name(service, gateway.name)
     return _manifest(
         f"{ENVOY_GATEWAY}/v1alpha1",
         kind,
@@ -252,9 +250,7 @@ def _route_policy(service: Service, gateway: RouteGateway, kind: str, **spec: An
     )
 
 
-def caller_traffic(
-    service: Service, gateway: RouteGateway, limits: Sequence[ResolvedLimit]
-) -> Manifest:
+def caller_traffic(route: str, service: Service, limits: Sequence[ResolvedLimit]) -> Manifest:
     """How much each caller may use of this model here, and what a refused caller reads.
 
     A traffic policy on the HTTPRoute AI Gateway generates: the limits as
@@ -269,7 +265,7 @@ def caller_traffic(
     rules = rate_limit_rules(limits, shared=False)
     if rules:
         spec["rateLimit"] = {"global": {"rules": rules}}
-    return _route_policy(service, gateway, "BackendTrafficPolicy", **spec)
+    return _route_policy(route, "BackendTrafficPolicy", **spec)
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -351,7 +347,8 @@ def model_route_objects(
     ``access``: who may call and how much; None, anyone the gateway
     authenticates, within the gateway's own limits. ``alert``: the failover
     alerts, composed when the route has a tier to fail over to or a priced endpoint.
-    ``routed``: the backends the AIGatewayRoute names (all of them if None).
+    ``routed``: the backends the AIGatewayRoute names (all of them if None);
+    none, and there is no AIGatewayRoute, nor anything named after it.
     """
     gw = gateway.name
 
@@ -362,23 +359,24 @@ def model_route_objects(
             manifest=manifest, provider_config=gateway.provider_config_name, watch=watch
         )
 
-    objects = {
-        AI_GATEWAY_ROUTE_KEY: remote(
-            ai_gateway_route(service, gateway, backends if routed is None else routed)
-        ),
-        GENERATED_ROUTE_KEY: remote_object(
-            manifest=generated_route(service, gateway),
+    named = backends if routed is None else routed
+    objects: dict[str, Manifest] = {}
+    if named:
+        keys = route_keys([b.endpoint for b in named])
+        route = route_name(service, gateway, named)
+        objects[keys.route] = remote(ai_gateway_route(service, gateway, named))
+        objects[keys.generated] = remote_object(
+            manifest=generated_route(route),
             provider_config=gateway.provider_config_name,
             observe_only=True,
             watch=None,
-        ),
+        )
         # Ready once created (Envoy Gateway may refuse it and the route still
         # serves), but its status is read back for StrictTiers.
-        TIERS_KEY: remote(strict_tiers(service, gateway), watch=True),
-    }
-    if access is not None:
-        objects[CALLER_ACCESS_KEY] = remote(caller_access(service, gateway, access.callers))
-        objects[CALLER_TRAFFIC_KEY] = remote(caller_traffic(service, gateway, access.limits))
+        objects[keys.tiers] = remote(strict_tiers(route, gateway), watch=True)
+        if access is not None:
+            objects[keys.access] = remote(caller_access(route, access.callers))
+            objects[keys.traffic] = remote(caller_traffic(route, service, access.limits))
     rule = None if alert is None else prometheus_rule(service, gw, backends, alert)
     if rule is not None:
         objects[FAILOVER_ALERTS_KEY] = remote(rule)

@@ -17,7 +17,7 @@ from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.kinds.route import RouteBackend
 from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.objects import Manifest
-from fleetgate.model_service.naming import Service, ai_gateway_route_name
+from fleetgate.model_service.naming import Service, alerts_rule_name
 
 PROMETHEUS_RULE_VERSION: Final = "monitoring.coreos.com/v1"
 WINDOW: Final = "5m"
@@ -173,7 +173,7 @@ def prometheus_rule(
     ]
     if not rules:
         return None
-    name = ai_gateway_route_name(service, gateway)
+    name = alerts_rule_name(service, gateway)
     return {
         "apiVersion": PROMETHEUS_RULE_VERSION,
         "kind": "PrometheusRule",

@@ -16,61 +16,60 @@ from fleetgate.core.governance import hold_rate_limits
 from fleetgate.core.kinds.route import ModelRoute, RouteBackend
 from fleetgate.core.observed import explanation
 from fleetgate.core.reconcile import Reconcile
-from fleetgate.model_service.ai_gateway import model_route_objects
+from fleetgate.model_service.ai_gateway import model_route_objects, route_name
 from fleetgate.model_service.model_route_manifest import ACCEPTED
 from fleetgate.model_service.naming import (
-    AI_GATEWAY_ROUTE_KEY,
-    CALLER_TRAFFIC_KEY,
     FAILOVER_ALERTS_KEY,
-    GENERATED_ROUTE_KEY,
-    TIERS_KEY,
+    RouteKeys,
     Service,
-    ai_gateway_route_name,
     backend_name,
     endpoint_key,
+    is_ai_gateway_route_key,
+    is_route_key,
+    route_keys,
 )
 from fleetgate.model_service.origin import OriginError, check_host
+
+# An endpoint's credential: withdrawn only after its AIServiceBackend (_keep_leaving).
+CREDENTIAL_ROLES = ("security-policy", "api-key")
 
 
 def compose(rec: Reconcile) -> None:
     route = rec.composite(ModelRoute)
     _refuse_addresses(route)
     service = Service(str(route.metadata.namespace), route.service)
+    gateway = route.spec.gateway
+    if route.spec.withdraw:
+        _withdraw(rec, service, gateway.name)
+        return
     backends = route.spec.backends
-    routed = [b for b in backends if _on_cluster(rec, b.endpoint)]
-    objects = model_route_objects(
-        service,
-        route.spec.gateway,
-        backends,
-        route.spec.access,
-        route.spec.failover_alert,
-        routed=routed,
-    )
-    leaving = _keep_leaving(rec, service, route.spec.gateway.name, backends)
-    if not routed:  # nothing to name yet: the route as it was, if it was
-        del objects[AI_GATEWAY_ROUTE_KEY]
-        rec.keep(AI_GATEWAY_ROUTE_KEY)
     access = route.spec.access
+    routed = [b for b in backends if _on_cluster(rec, b.endpoint)]
+    keys = route_keys([b.endpoint for b in routed]) if routed else None
+    objects = model_route_objects(
+        service, gateway, backends, access, route.spec.failover_alert, routed=routed
+    )
+    leaving = _keep_leaving(rec, service, gateway.name, backends)
     held = None
-    if access is not None:
-        what = f"the route of {service.model} on InferenceGateway {route.spec.gateway.name}"
-        held = hold_rate_limits(rec, CALLER_TRAFFIC_KEY, "spec.access.limits", access.limits, what)
-    if held is not None:
-        # Kept as composed before, or, never composed, the route is not served
-        # at all: never without its limits.
-        del objects[CALLER_TRAFFIC_KEY]
+    if access is not None and keys is not None:
+        what = f"the route of {service.model} on InferenceGateway {gateway.name}"
+        held = hold_rate_limits(rec, keys.traffic, "spec.access.limits", access.limits, what)
+    if held is not None and keys is not None:
+        # Its traffic policy kept as composed before; never composed, this
+        # route is not composed at all (never without its limits), and the
+        # one before, if any, serves on.
         rec.report(ACCEPTED, held.verdict)
         rec.allow_ready(False)
-        if not held.kept:
-            return
+        dropped = {keys.traffic} if held.kept else set(keys)
+        objects = {k: v for k, v in objects.items() if k not in dropped}
+    _keep_replaced(rec, keys if held is None else None, access is not None)
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).
         rec.compose(key, obj, ready=key == FAILOVER_ALERTS_KEY or rec.observed(key).ready)
-    rec.set_status(
-        route=ai_gateway_route_name(service, route.spec.gateway.name),
-        backends=len(backends),
-    )
+    if routed:
+        rec.set_status(route=route_name(service, gateway, routed))
+    rec.set_status(backends=len(backends))
     arriving = sorted({b.endpoint for b in backends} - {b.endpoint for b in routed})
     if held is None and (arriving or leaving):
         moving = [f"{e} (arriving)" for e in arriving] + [f"{e} (leaving)" for e in leaving]
@@ -80,9 +79,9 @@ def compose(rec: Reconcile) -> None:
             "the route names a backend only while its Backend and AIServiceBackend are on "
             f"the gateway's cluster; waiting for {', '.join(moving)}",
         )
-    elif held is None:
-        _report(rec)
-    _report_tiers(rec)
+    elif held is None and keys is not None:
+        _report(rec, keys)
+    _report_tiers(rec, keys)
     _report_alerts(rec)
 
 
@@ -101,22 +100,76 @@ def _on_cluster(rec: Reconcile, endpoint: str) -> bool:
     )
 
 
+def _keep_replaced(rec: Reconcile, serving: RouteKeys | None, with_access: bool) -> None:
+    """Keep every route composed before, and all named after it, until ``serving`` serves.
+
+    The new route comes whole, beside the old: Envoy Gateway orders HTTPRoute
+    rules of equal match by age, oldest first (a stable sort over HTTPRoutes
+    sorted by creation: internal/gatewayapi/resource/resource.go:254-263,
+    sort.go:110-116 at v1.8.3), so the old one answers until it is deleted.
+    It goes once the new route is accepted, Envoy Gateway resolved all of it
+    and, with caller access, its caller policies are attached: deleted
+    sooner, callers would meet the new route without them.
+    None: nothing composed this call replaces the old routes.
+    """
+    policies = (serving.access, serving.traffic) if serving and with_access else ()
+    if (
+        serving is not None
+        and _verdict(rec, serving) is None
+        and all(rec.observed(key).ready for key in policies)
+    ):
+        return
+    for key in rec.observed_names():
+        if is_route_key(key) and (serving is None or key not in serving):
+            rec.keep(key)
+
+
+def _withdraw(rec: Reconcile, service: Service, gateway: str) -> None:
+    """The gateway no longer serves the model: its routes go at once, each backend in stages
+    (``_keep_leaving``), and ``status.withdrawn`` says when nothing is left on the cluster.
+
+    Deleted outright instead, the ModelRoute's Objects would all be deleted
+    together by Kubernetes' garbage collector, envoyproxy/ai-gateway#2565's race.
+    """
+    leaving = _keep_leaving(rec, service, gateway, ())
+    rec.set_status(withdrawn=not rec.observed_names())
+    waiting = f"; waiting for {', '.join(leaving)} to leave its cluster" if leaving else ""
+    _not_accepted(rec, "Withdrawn", f"the gateway no longer serves the model{waiting}")
+
+
 def _keep_leaving(
     rec: Reconcile, service: Service, gateway: str, backends: Sequence[RouteBackend]
 ) -> list[str]:
-    """Keep the objects of each endpoint the route on the cluster still names but the
-    spec no longer does, until the route stops naming it (the panic above, the other
-    way round). Returns those endpoints."""
+    """Withdraw each endpoint the spec no longer names in stages; returns those still going.
+
+    First every route on the cluster stops naming it (the panic above, the
+    other way round), then its Backend and AIServiceBackend go, and only once
+    the AIServiceBackend is gone its BackendSecurityPolicy and API key.
+    Deleted together, the policy's deletion makes Envoy AI Gateway v1.1.0
+    rewrite the AIServiceBackend's status while its finalizer is being
+    removed; that update fails on a stale cache, the error is dropped and no
+    later event reconciles it (internal/controller/controller.go:578-610,
+    287-292; envoyproxy/ai-gateway#2565): the AIServiceBackend, and the
+    ModelRoute with it, would wait forever.
+    """
     named = {
         ref.get("name")
-        for rule in rec.observed(AI_GATEWAY_ROUTE_KEY).remote.get("spec", "rules") or []
+        for key in rec.observed_names()
+        if is_ai_gateway_route_key(key)
+        for rule in rec.observed(key).remote.get("spec", "rules") or []
         for ref in rule.get("backendRefs") or []
     }
     wanted = {b.endpoint for b in backends}
     observed = {key.rpartition("/")[0] for key in rec.observed_names() if "/" in key}
-    leaving = sorted(e for e in observed - wanted if backend_name(service, gateway, e) in named)
-    for endpoint in leaving:
-        rec.keep_all(f"{endpoint}/")
+    leaving = []
+    for endpoint in sorted(observed - wanted):
+        if backend_name(service, gateway, endpoint) in named:
+            rec.keep_all(f"{endpoint}/")
+        elif rec.observed(endpoint_key(endpoint, "ai-service-backend")).exists:
+            rec.keep_all(*(endpoint_key(endpoint, role) for role in CREDENTIAL_ROLES))
+        else:
+            continue
+        leaving.append(endpoint)
     return leaving
 
 
@@ -135,8 +188,20 @@ def _refuse_addresses(route: ModelRoute) -> None:
             ) from None
 
 
-def _report(rec: Reconcile) -> None:
-    """RouteAccepted: Envoy AI Gateway accepted the route and Envoy Gateway resolved all of it.
+def _report(rec: Reconcile, keys: RouteKeys) -> None:
+    """RouteAccepted: the route as ``_verdict`` judges it."""
+    verdict = _verdict(rec, keys)
+    if verdict is None:
+        message = "Envoy AI Gateway accepted the route, Envoy Gateway resolved it"
+        rec.condition(ACCEPTED, "True", "Accepted", message)
+        rec.allow_ready(True)
+    else:
+        _not_accepted(rec, *verdict)
+
+
+def _verdict(rec: Reconcile, keys: RouteKeys) -> tuple[str, str] | None:
+    """Why the route is not accepted yet (reason, message); None once Envoy AI Gateway
+    accepted it and Envoy Gateway resolved all of it.
 
     Envoy AI Gateway v1.1.0 reports a refusal as condition ``NotAccepted``
     (status False, reason ReconciliationFailed), never as ``Accepted=False``
@@ -149,43 +214,29 @@ def _report(rec: Reconcile) -> None:
     generation (``observed.is_current``): a refusal or an acceptance of an
     older spec says nothing of this one.
     """
-    observed = rec.observed(AI_GATEWAY_ROUTE_KEY)
+    observed = rec.observed(keys.route)
     remote = observed.remote
     refusal = remote.failing("NotAccepted") or remote.failing("Accepted")
     if refusal is not None:
-        why = explanation(refusal)
-        _not_accepted(rec, "Refused", f"Envoy AI Gateway refused the route: {why}")
-        return
+        return "Refused", f"Envoy AI Gateway refused the route: {explanation(refusal)}"
     if not observed.ready:
-        _not_accepted(rec, "Pending", "route not accepted yet")
-        return
-    generated = rec.observed(GENERATED_ROUTE_KEY).remote
+        return "Pending", "route not accepted yet"
+    generated = rec.observed(keys.generated).remote
     name = str(generated.get("metadata", "name") or "generated by Envoy AI Gateway")
     for type_, reason in (("Accepted", "RefusedByEnvoyGateway"), ("ResolvedRefs", "Unresolved")):
         found = generated.entry_conditions("parents", type_)
         failed = next((c for c in found if c.get("status") != "True"), None)
         if failed is not None:
-            why = explanation(failed)
-            _not_accepted(rec, reason, f"Envoy Gateway on HTTPRoute {name}: {why}")
-            return
+            return reason, f"Envoy Gateway on HTTPRoute {name}: {explanation(failed)}"
         if not found:
-            _not_accepted(
-                rec, "Pending", f"Envoy Gateway has not reported {type_} on HTTPRoute {name} yet"
-            )
-            return
-    rec.condition(
-        ACCEPTED,
-        "True",
-        "Accepted",
-        "Envoy AI Gateway accepted the route, Envoy Gateway resolved it",
-    )
-    rec.allow_ready(True)
+            return "Pending", f"Envoy Gateway has not reported {type_} on HTTPRoute {name} yet"
+    return None
 
 
 TIERS = "StrictTiers"
 
 
-def _report_tiers(rec: Reconcile) -> None:
+def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
     """StrictTiers: whether Envoy Gateway took, and applied, the patch that makes tiers strict.
 
     Without it (a platform's own Envoy Gateway without
@@ -199,7 +250,7 @@ def _report_tiers(rec: Reconcile) -> None:
     (``Invalid``) (Envoy Gateway v1.8.3 internal/xds/translator/jsonpatch.go:99-106,
     157-169; internal/gatewayapi/status/envoypatchpolicy.go:18-51).
     """
-    observed = rec.observed(TIERS_KEY).remote
+    observed = rec.observed(keys.tiers if keys else "").remote
     accepted = observed.entry_conditions("ancestors", "Accepted")
     programmed = observed.entry_conditions("ancestors", "Programmed")
     refused = next((c for c in accepted if c.get("status") != "True"), None)

@@ -8,10 +8,11 @@ that route to it. Each is hashed over its exact inputs (``hashed_label``), so
 ``-`` joins can never make two meet.
 """
 
+from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from fleetgate.core.constants import LABEL_PREFIX
-from fleetgate.core.names import hashed_label, resource_key
+from fleetgate.core.names import digest, hashed_label, resource_key
 
 
 class Service(NamedTuple):
@@ -55,9 +56,26 @@ def _remote_name(role: str, service: Service, gateway: str, *endpoint: str, tag:
     return hashed_label(readable, role, service.namespace, service.name, gateway, *endpoint)
 
 
-def ai_gateway_route_name(service: Service, gateway: str) -> str:
-    """The AIGatewayRoute's name, shared by the HTTPRoute generated from it and the patch
-    policy on that route's Envoy cluster (different kinds)."""
+def ai_gateway_route_name(service: Service, gateway: str, endpoints: Sequence[str]) -> str:
+    """The AIGatewayRoute's name, shared by the HTTPRoute generated from it, the patch policy
+    on that route's Envoy cluster and the caller policies on it (different kinds).
+
+    Hashed over the endpoints it names, in order: an AIGatewayRoute never gains, loses
+    or reorders a backend. Envoy AI Gateway v1.1.0's extension server indexes the
+    route's backends by the Envoy endpoints Envoy Gateway translated from the
+    HTTPRoute it generated, and panics, crash-looping its controller, whenever the
+    route names more backends than a not yet regenerated HTTPRoute held
+    (internal/extensionserver/post_translate_modify.go:374-381; envoyproxy/
+    ai-gateway#2610). A new backend set is a new route, created whole, which
+    replaces the old one once it serves (``model_route.py``).
+    """
+    readable = f"{service.namespace}-{service.name}"
+    return hashed_label(readable, "route", service.namespace, service.name, gateway, *endpoints)
+
+
+def alerts_rule_name(service: Service, gateway: str) -> str:
+    """The PrometheusRule's name: one per route whatever its backends, so alerts outlive a
+    change of backends."""
     return _remote_name("route", service, gateway)
 
 
@@ -71,13 +89,49 @@ def api_key_name(service: Service, gateway: str, endpoint: str) -> str:
 
 
 # Composition resource names within a ModelRoute: endpoint names cannot hold
-# "/", so these never collide with each other or with the route's.
-AI_GATEWAY_ROUTE_KEY: Final = "route"
-GENERATED_ROUTE_KEY: Final = "generated-route"
-TIERS_KEY: Final = "strict-tiers"
-CALLER_ACCESS_KEY: Final = "caller-access"
-CALLER_TRAFFIC_KEY: Final = "caller-traffic"
+# "/" or "@", so these never collide with each other or with the route's.
 FAILOVER_ALERTS_KEY: Final = "failover-alerts"
+ROUTE_KEY_MARK: Final = "@"
+
+
+class RouteKeys(NamedTuple):
+    """The composition names of one AIGatewayRoute and of everything named after it.
+
+    Each carries a digest of the route's backend set: provider-kubernetes finds
+    an Object's remote object by the name in its manifest (internal/controller/
+    namespaced/object/object.go:393-400 at v1.2.1), so an Object whose remote
+    name changed would create the new object and orphan the old one. A new
+    backend set gets new Objects instead, and the old ones are deleted with
+    their remote objects.
+    """
+
+    route: str
+    generated: str
+    tiers: str
+    access: str
+    traffic: str
+
+
+# The keys of the one route a ModelRoute composed before routes were keyed by
+# their backends: replaced like any other once the new route serves.
+_UNKEYED: Final = RouteKeys(
+    "route", "generated-route", "strict-tiers", "caller-access", "caller-traffic"
+)
+
+
+def route_keys(endpoints: Sequence[str]) -> RouteKeys:
+    """The keys of the route naming ``endpoints`` in this order."""
+    tag = digest("\n".join(endpoints))
+    return RouteKeys(*(f"{role}{ROUTE_KEY_MARK}{tag}" for role in _UNKEYED))
+
+
+def is_route_key(key: str) -> bool:
+    """Whether ``key`` names an AIGatewayRoute or something named after it."""
+    return ROUTE_KEY_MARK in key or key in _UNKEYED
+
+
+def is_ai_gateway_route_key(key: str) -> bool:
+    return key.startswith(f"{_UNKEYED.route}{ROUTE_KEY_MARK}") or key == _UNKEYED.route
 
 
 def endpoint_key(endpoint: str, role: str) -> str:

@@ -68,6 +68,11 @@ def compose(rec: Reconcile) -> None:
     xr = rec.composite(ModelService)
     service = Service(_namespace(xr), xr.metadata.name)
     rec.set_status(model=service.model)
+    _route(rec, xr, service)
+    _withdraw_dropped(rec)
+
+
+def _route(rec: Reconcile, xr: ModelService, service: Service) -> None:
     inputs = _require_inputs(rec, xr, service)
     if inputs is None:
         return
@@ -324,6 +329,27 @@ def _compose_routes(
         _carry_over(rec, model_route_key(waiting.name), allowed)
     rec.set_status(gateways=[_gateway_status(g) for g in gateways.serving if g.name in routes])
     return routes, pending
+
+
+def _withdraw_dropped(rec: Reconcile) -> None:
+    """A ModelRoute no longer composed is withdrawn, and deleted once its status says
+    nothing of it is left on its gateway's cluster.
+
+    Deleted at once, its Objects would all go together (Kubernetes' garbage
+    collector deletes an XR's composed resources at once), and Envoy AI Gateway
+    v1.1.0 can then leave an AIServiceBackend Terminating for good
+    (envoyproxy/ai-gateway#2565; ``model_route._keep_leaving``). Withdrawn, the
+    route stops serving at once all the same. Marked ready: a route on its way
+    out holds nothing up.
+    """
+    for name in rec.observed_names():
+        observed = rec.observed(name)
+        if rec.composes(name) or observed.get("kind") != KIND:
+            continue
+        if observed.get("spec", "withdraw") is True and observed.get("status", "withdrawn"):
+            continue
+        route = carried_over(observed.to_dict())
+        rec.compose(name, {**route, "spec": {**route["spec"], "withdraw": True}}, ready=True)
 
 
 def _namespace(xr: ModelService) -> str:

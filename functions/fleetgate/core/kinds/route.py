@@ -157,6 +157,11 @@ class ModelRouteSpec(Model):
     """The ModelService's spec.failoverAlert, set when the gateway composes PrometheusRules (its
     spec.monitoring.prometheusRules); the route composes one when it has more than one tier or
     a priced endpoint."""
+    withdraw: bool = False
+    """Set by the ModelService once the gateway no longer serves it: the route leaves the
+    gateway's cluster at once, each backend in stages (route, then Backend and
+    AIServiceBackend, then credential), and status.withdrawn says when nothing is left, so the
+    ModelService deletes this ModelRoute only then."""
 
     @model_validator(mode="after")
     def _one_backend_per_endpoint(self) -> Self:
