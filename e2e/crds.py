@@ -70,6 +70,9 @@ class Source:
     # True for a component the project composes that ``shared/crds`` does not
     # carry: its folder is left out of the comparison with that set.
     beyond_shared: bool = False
+    # The older tag ``shared/crds`` carries where the project moved this upstream
+    # beyond it: both releases are left out of the comparison with that set.
+    shared_tag: str = ""
 
     @property
     def release(self) -> str:
@@ -123,9 +126,10 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "gateway-api-inference-extension",
-        "v1.0.2",
+        "v1.6.2",
         "sigs.k8s.io/gateway-api-inference-extension",
         "config/crd/bases",
+        shared_tag="v1.0.2",
     ),
     Source("cert-manager", "v1.21.1", "github.com/cert-manager/cert-manager", "deploy/crds"),
     Source("trust-manager", "v0.24.0", "github.com/cert-manager/trust-manager", "deploy/crds"),
@@ -447,12 +451,15 @@ def fetch(dest: Path = DEFAULT_DEST) -> Path:
 def compare(ours: Path, shared: Path) -> list[str]:
     """Byte-for-byte differences between two CRD sets (``*.yaml`` and ``LICENSE`` files only).
 
-    Releases the shared set does not carry (``Source.beyond_shared``) are left out.
+    Releases the shared set does not carry (``Source.beyond_shared``), and those
+    pinned past the shared set's tag (``Source.shared_tag``) with that older tag,
+    are left out.
     """
-    beyond = tuple(f"{s.release}/" for s in SOURCES if s.beyond_shared)
+    beyond = tuple(f"{s.release}/" for s in SOURCES if s.beyond_shared or s.shared_tag)
+    older = tuple(f"{s.upstream}/{s.shared_tag}/" for s in SOURCES if s.shared_tag)
     mine, theirs = (
-        {rel: p for rel, p in _tracked_files(root).items() if not rel.startswith(beyond)}
-        for root in (ours, shared)
+        {rel: p for rel, p in _tracked_files(root).items() if not rel.startswith(skip)}
+        for root, skip in ((ours, beyond), (shared, beyond + older))
     )
     report = [
         f"missing (in {shared}, not in {ours}): {rel}" for rel in sorted(theirs - mine.keys())

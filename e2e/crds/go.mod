@@ -31,5 +31,5 @@ require (
 	github.com/envoyproxy/gateway v1.8.3
 	github.com/prometheus-operator/prometheus-operator v0.94.1
 	sigs.k8s.io/gateway-api v1.5.1
-	sigs.k8s.io/gateway-api-inference-extension v1.0.2
+	sigs.k8s.io/gateway-api-inference-extension v1.6.2
 )

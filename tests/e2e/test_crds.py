@@ -38,6 +38,15 @@ def test_fetched_set_equals_shared(fetched: Path) -> None:
     assert crds.compare(fetched, crds.DEFAULT_SHARED) == []
 
 
+def test_a_release_past_the_shared_tag_is_left_out(tmp_path: Path) -> None:
+    """Ours at the pinned tag and the shared set at its older one are not compared."""
+    (source,) = (s for s in crds.SOURCES if s.upstream == "gateway-api-inference-extension")
+    ours = make_tree(tmp_path / "ours", {**BASE, f"{source.release}/x.yaml": "new"})
+    older = f"{source.upstream}/{source.shared_tag}/x.yaml"
+    shared = make_tree(tmp_path / "shared", {**BASE, older: "old"})
+    assert crds.compare(ours, shared) == []
+
+
 def test_second_fetch_is_a_no_op(fetched: Path) -> None:
     stamp = (fetched / crds.STAMP).stat()
     assert crds.fetch() == fetched
@@ -132,6 +141,8 @@ def test_cli_fetches_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[st
     # A shared folder that differs in a file fetched from a Go module fails the check.
     other = tmp_path / "other-shared"
     shutil.copytree(shared, other)
-    (other / "cert-manager/v1.21.1/cert-manager.io_issuers.yaml").write_text("x")
+    (other / "envoy-gateway/v1.8.3/gateway.envoyproxy.io_backends.yaml").write_text("x")
     assert crds.main(["--dest", str(tmp_path / "crds"), "--check-shared", str(other)]) == 1
-    assert "differs: cert-manager/v1.21.1/cert-manager.io_issuers.yaml" in capsys.readouterr().err
+    assert "differs: envoy-gateway/v1.8.3/gateway.envoyproxy.io_backends.yaml" in (
+        capsys.readouterr().err
+    )

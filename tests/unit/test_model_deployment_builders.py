@@ -376,6 +376,9 @@ def test_llmd_pool_fronts_the_engine_pods() -> None:
         "matchLabels": {"fleetgate.dev/workload": "md-team-a-qwen-0123456789"}
     }
     assert pool["spec"]["targetPorts"] == [{"number": 8000}]
+    # GAIE v1.6.2's default, said: the engines speak HTTP/1.1, and the picker's
+    # default OpenAI parser claims it (llm-d-router v0.10.0 parsers/openai/openai.go:102).
+    assert pool["spec"]["appProtocol"] == "http"
     picker = pool["spec"]["endpointPickerRef"]
     # AI Gateway v1.1.0 builds the picker's filter fail-closed whatever the field
     # says (internal/extensionserver/inferencepool.go:314): say what happens.

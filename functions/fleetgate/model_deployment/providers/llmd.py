@@ -7,14 +7,29 @@ cluster: a Deployment, its Service, its configuration and the RBAC it needs
 to watch the pool and its pods.
 
 The pool is InferencePool ``inference.networking.k8s.io/v1`` as the clusters'
-CRD (GAIE v1.0.2) defines it. The picker is llm-d-router v0.10.0's endpoint
-picker, built on GAIE v1.5.0 (its ``go.mod``): the GHCR package of the release
-Fleetgate used before (llm-d-inference-scheduler v0.3.2) is no longer public,
-so it cannot be pulled. The v0.10.0 picker reads the pool through GAIE
-v1.5.0's v1 types, whose extra optional fields it finds unset on a v1.0.2
-object; an unset ``appProtocol`` constrains nothing (``cmd/epp/runner/
-health.go:135-141``). Its runner is llm-d-router's own (``cmd/epp/main.go:32,
-45``), and every fact below is read from llm-d-router at the v0.10.0 tag.
+CRD (GAIE v1.6.2, ``gaie_crds``) defines it. The picker is llm-d-router v0.10.0's
+endpoint picker, built on GAIE v1.5.0 (its ``go.mod``): the GHCR package of the
+release Fleetgate used before (llm-d-inference-scheduler v0.3.2) is no longer
+public, so it cannot be pulled. Its runner is llm-d-router's own
+(``cmd/epp/main.go:32, 45``), and every fact below is read from llm-d-router at
+the v0.10.0 tag.
+
+Two readers, two GAIE versions. Envoy AI Gateway v1.1.0 builds against GAIE
+v1.0.2 (its ``go.mod:75``) and reads, of a pool, only its apiVersion and kind,
+name, namespace and annotations, and ``spec.endpointPickerRef`` name and port
+(``internal/extensionserver/inferencepool.go:71-76, 174-179, 320-387, 389-419``;
+``internal/controller/inference_pool.go:128``). It decodes the pool leniently
+(``runtime.DefaultUnstructuredConverter.FromUnstructured``, inferencepool.go:76),
+so v1.6.2's newer fields are dropped, not refused, and it writes
+``status.parents`` without ``controllerName`` (inference_pool.go:243-283), which
+v1.6.2 leaves optional. It needs ``endpointPickerRef`` (v1.6.2 made it
+optional; v1.0.2 types read a missing one as an empty name) and it reads no
+``targetPorts``: the pool keeps both as under v1.0.2, one target port, the
+picker named. ``appProtocol`` (new in v1.6.2, defaulted to ``http``) is set to
+``http``, what the engines speak and what the picker's default OpenAI parser
+claims (v0.10.0 ``pkg/epp/framework/plugins/requesthandling/parsers/openai/
+openai.go:102``; ``pkg/epp/config/loader/defaults.go:240-251``), so the pool
+says it and its health check agrees (``cmd/epp/runner/health.go:127-162``).
 """
 
 import hashlib
@@ -56,10 +71,13 @@ CONFIG_DIGEST_ANNOTATION = "fleetgate.dev/config-digest"
 # (internal/extensionserver/inferencepool.go:288-315, FailureModeAllow: false):
 # with the picker down, requests to the pool fail; there is no fallback to the
 # gateway's own load balancing. The field is set to what actually happens,
-# explicitly (the CRD defaults it to the same, GAIE v1.0.2
-# api/v1/inferencepool_types.go:139-144), so the object does not promise a
+# explicitly (the CRD defaults it to the same, GAIE v1.6.2
+# api/v1/inferencepool_types.go:168-173), so the object does not promise a
 # FailOpen that no gateway of this fleet honours.
 FAILURE_MODE = "FailClose"
+# The engines' protocol, HTTP/1.1, and GAIE v1.6.2's default for the field
+# (api/v1/inferencepool_types.go:83-94, 116-118): see the module docstring.
+APP_PROTOCOL = "http"
 
 # The picker's configuration, an EndpointPickerConfig llm-d.ai/v1alpha1 (v0.10.0
 # apix/config/v1alpha1/zz_generated.register.go:15-18; the older group
@@ -115,6 +133,7 @@ def inference_pool(workload: Workload) -> Manifest:
         "spec": {
             "selector": {"matchLabels": dict(workload.selector)},
             "targetPorts": [{"number": workload.engine.port}],
+            "appProtocol": APP_PROTOCOL,
             "endpointPickerRef": {
                 "group": "",
                 "kind": "Service",
