@@ -131,8 +131,21 @@ SOURCES: tuple[Source, ...] = (
         "config/crd/bases",
         shared_tag="v1.0.2",
     ),
-    Source("cert-manager", "v1.21.1", "github.com/cert-manager/cert-manager", "deploy/crds"),
-    Source("trust-manager", "v0.24.0", "github.com/cert-manager/trust-manager", "deploy/crds"),
+    # v1.21.2's CRDs are v1.21.1's byte for byte (tests/e2e/test_crds.py checks).
+    Source(
+        "cert-manager",
+        "v1.21.2",
+        "github.com/cert-manager/cert-manager",
+        "deploy/crds",
+        shared_tag="v1.21.1",
+    ),
+    Source(
+        "trust-manager",
+        "v0.25.0",
+        "github.com/cert-manager/trust-manager",
+        "deploy/crds",
+        shared_tag="v0.24.0",
+    ),
     Source(
         "provider-kubernetes",
         "v1.2.1",

@@ -103,6 +103,9 @@ def run(command: str, apply_fleet: bool = False) -> int:
             problem = stackcharts.cert_manager()
             print(problem or "the stack's cert-manager values render with owner references")
             checks.append(problem is None)
+            problem = stackcharts.trust_manager_webhook_ca(workloads.trust_manager_chart())
+            print(problem or "trust-manager's webhook takes its CA from its TLS Secret")
+            checks.append(problem is None)
             figures |= _settled_calls(st)
             checks += _fault_drills(
                 sup, st, ControlPlane(st.cp, st.workloads, docs), needles, figures

@@ -11,7 +11,7 @@ cert-manager (its controller is a nested Go module the proxy does not serve)
   As cert-manager runs for Fleetgate, with ``--enable-certificate-owner-ref``
   (the stack sets it; the README requires it): the Secret's controller
   owner reference is its Certificate (pkg/controller/certificates/issuing/
-  internal/secret.go:116-123, v1.21.1), so the garbage collector deletes
+  internal/secret.go:116-123, v1.21.2), so the garbage collector deletes
   a key with the Certificate that asked for it.
 A cloud's load balancer controller
   Service of type LoadBalancer that Envoy Gateway provisions for a Gateway

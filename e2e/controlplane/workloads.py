@@ -1,7 +1,7 @@
 """Each workload cluster's own controllers: trust-manager and Envoy Gateway (envoygateway.py)
 for real, the rest as stand-ins (standins.py).
 
-trust-manager v0.24.0 builds from the Go module proxy and runs out of cluster
+trust-manager v0.25.0 builds from the Go module proxy and runs out of cluster
 as the stack installs it: its Helm chart at the pinned tag (in the Go module
 cache) is rendered by Helm with the values compose-inference-cluster gives
 its Release (functions/fleetgate/inference_cluster/stack.py), the chart's

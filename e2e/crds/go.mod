@@ -24,8 +24,8 @@ module fleetgate.dev/e2e/crds
 go 1.25
 
 require (
-	github.com/cert-manager/cert-manager v1.21.1
-	github.com/cert-manager/trust-manager v0.24.0
+	github.com/cert-manager/cert-manager v1.21.2
+	github.com/cert-manager/trust-manager v0.25.0
 	github.com/crossplane-contrib/provider-kubernetes v1.2.1
 	github.com/crossplane/crossplane/v2 v2.2.0
 	github.com/envoyproxy/gateway v1.8.3

@@ -206,7 +206,7 @@ def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:
 
 def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
     """cert-manager with --enable-certificate-owner-ref, as Fleetgate runs it
-    (pkg/controller/certificates/issuing/internal/secret.go:116-123, v1.21.1)."""
+    (pkg/controller/certificates/issuing/internal/secret.go:116-123, v1.21.2)."""
     issuer = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Issuer",

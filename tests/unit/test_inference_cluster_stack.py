@@ -25,8 +25,8 @@ INSTALL = cluster_xr(stack={"install": True})
 
 RELEASES = [
     # key, chart, repository, version, namespace on the cluster
-    ("cert-manager", "cert-manager", "https://charts.jetstack.io", "v1.21.1", "cert-manager"),
-    ("trust-manager", "trust-manager", "https://charts.jetstack.io", "v0.24.0", "cert-manager"),
+    ("cert-manager", "cert-manager", "https://charts.jetstack.io", "v1.21.2", "cert-manager"),
+    ("trust-manager", "trust-manager", "https://charts.jetstack.io", "v0.25.0", "cert-manager"),
     (
         "envoy-gateway",
         "gateway-helm",
@@ -253,7 +253,7 @@ def test_stack_ready_once_every_component_is(installed: list[Any]) -> None:
     assert installed[0].conditions["StackReady"][:2] == ("False", "Installing")
     status, reason, message = installed[-1].conditions["StackReady"]
     assert (status, reason) == ("True", "StackInstalled")
-    assert "cert-manager v1.21.1" in message
+    assert "cert-manager v1.21.2" in message
     assert installed[-1].xr_ready
 
 

@@ -98,11 +98,11 @@ def query(cel: str) -> Readiness:
 
 
 # Who stamps what, at the pinned versions:
-# - cert-manager v1.21.1: SetIssuerCondition and SetCertificateCondition stamp
+# - cert-manager v1.21.2: SetIssuerCondition and SetCertificateCondition stamp
 #   every condition (pkg/api/util/conditions.go:60-72, 174-187), with the
 #   object's generation (readiness_controller.go:207, issuer/selfsigned/
 #   setup.go:32, issuer/ca/setup.go:53-78).
-# - trust-manager v0.24.0: Bundle's Synced carries bundle.Generation
+# - trust-manager v0.25.0: Bundle's Synced carries bundle.Generation
 #   (pkg/bundle/bundle.go:126-136, 316-322).
 # - Envoy Gateway v1.8.3: Gateway and listener conditions (internal/
 #   gatewayapi/status/gateway.go:20-38, 128-139, 151-191), route parents

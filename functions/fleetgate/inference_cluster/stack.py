@@ -198,7 +198,7 @@ CHARTS: Final[tuple[Chart, ...]] = (
         key="cert-manager",
         chart="cert-manager",
         repository=JETSTACK,
-        version="v1.21.1",
+        version="v1.21.2",
         namespace="cert-manager",
         values={
             # keep: Certificates and Issuers are Objects owned by other XRs; a CRD
@@ -206,7 +206,7 @@ CHARTS: Final[tuple[Chart, ...]] = (
             "crds": {"enabled": True, "keep": True},
             # A CA's or client's key Secret is deleted with its Certificate
             # (--enable-certificate-owner-ref, templates/deployment.yaml:143-145,
-            # v1.21.1). Without it the Secret outlives the cluster's or gateway's
+            # v1.21.2). Without it the Secret outlives the cluster's or gateway's
             # registration and a new registration under the same name reuses
             # the old key: cert-manager keeps a Secret whose certificate still
             # matches the names asked for (internal/controller/certificates/
@@ -218,7 +218,7 @@ CHARTS: Final[tuple[Chart, ...]] = (
         key="trust-manager",
         chart="trust-manager",
         repository=JETSTACK,
-        version="v0.24.0",
+        version="v0.25.0",
         namespace="cert-manager",
         # Not merely after cert-manager: trust-manager's own Issuer and
         # Certificate race cert-manager's admission webhook and the install
