@@ -186,6 +186,25 @@ $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 $(RATELIMIT): tools/ratelimit/go.mod tools/ratelimit/go.sum
 	cd tools/ratelimit && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/ratelimit/src/service_cmd
 
+# Envoy AI Gateway's controller and external processor at the tag tools/aigateway/go.mod pins,
+# static as upstream ships them (the external processor runs under the root directory of the
+# Envoy pod it joins, e2e/controlplane/proxies.py). Built in a scratch copy of that go.mod: the
+# module is downloaded (and checked against the checksum database) where the proxy serves it;
+# where it is refused, as here, the copy takes the same tag's source from ../shared/upstream.
+AIGW_VERSION := $(call pinned,tools/aigateway/go.mod,github.com/envoyproxy/ai-gateway)
+AIGW_SOURCE := $(abspath ../shared/upstream/ai-gateway-$(AIGW_VERSION))
+AIGW_BUILD := .cache/aigateway-build
+AI_GATEWAY_CONTROLLER := $(BIN)/ai-gateway-$(AIGW_VERSION)/controller
+AI_GATEWAY_EXTPROC := $(BIN)/ai-gateway-$(AIGW_VERSION)/extproc
+controlplane-bins: $(AI_GATEWAY_CONTROLLER) $(AI_GATEWAY_EXTPROC)
+$(AI_GATEWAY_CONTROLLER) $(AI_GATEWAY_EXTPROC) &: tools/aigateway/go.mod tools/aigateway/go.sum
+	rm -rf $(AIGW_BUILD) && mkdir -p $(AIGW_BUILD) $(@D)
+	cp tools/aigateway/go.mod tools/aigateway/go.sum $(AIGW_BUILD)/
+	cd $(AIGW_BUILD) && { go mod download github.com/envoyproxy/ai-gateway 2>/dev/null || \
+	  go mod edit -replace github.com/envoyproxy/ai-gateway=$(AIGW_SOURCE); } && \
+	  CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$(@D)/ \
+	    github.com/envoyproxy/ai-gateway/cmd/controller github.com/envoyproxy/ai-gateway/cmd/extproc
+
 ## promtool: Prometheus's rule checker and rule unit-test runner, which judge every
 ## PrometheusRule Fleetgate composes (tests/e2e/test_failover_alerts.py). Built without the
 ## service-discovery plugins (the remove_all_sd tag of prometheus/plugins at v0.316.0): rule
@@ -225,7 +244,8 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 	KUBECTL=$(KUBECTL) CROSSPLANE_CORE=$(XP_CORE_BIN) CROSSPLANE_CORE_MODULE=$(XP_CORE_MODULE) $(XP_LINE_ENV) \
 	CROSSPLANE=$(CROSSPLANE) HELM=$(HELM) \
 	PROVIDER_KUBERNETES=$(PROVIDER_KUBERNETES) REGISTRY=$(REGISTRY) TRUST_MANAGER=$(TRUST_MANAGER) \
-	ENVOY_GATEWAY=$(ENVOY_GATEWAY) RATELIMIT=$(RATELIMIT) REDIS_SERVER=$$(command -v redis-server) \
+	ENVOY_GATEWAY=$(ENVOY_GATEWAY) RATELIMIT=$(RATELIMIT) \
+	AI_GATEWAY_CONTROLLER=$(AI_GATEWAY_CONTROLLER) AI_GATEWAY_EXTPROC=$(AI_GATEWAY_EXTPROC) REDIS_SERVER=$$(command -v redis-server) \
 	ENVOY=$$($(PY) -c 'import envoy, os; print(os.path.join(os.path.dirname(envoy.__file__), "_bin", "envoy"))')
 .PHONY: e2e up down routes
 e2e: deps controlplane-bins packages upgrade-packages redis-server $(XP_CORE_BIN)

@@ -68,7 +68,7 @@ class Route:
     cluster: str = ""  # where the AIGatewayRoute is, by provider config name
     name: str = ""  # the AIGatewayRoute's
     # Hostnames the HTTPRoute generated from this route sends to, where a
-    # controller generates one (the control plane's AI Gateway stand-in); None
+    # controller generates one (AI Gateway's, on the control plane); None
     # in the emulation, which has no such controller.
     programmed: tuple[str, ...] | None = None
     # Who may call the model here, from the SecurityPolicy on the route; None:

@@ -33,6 +33,7 @@ from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
 from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.core.metrics import COST_RATE
+from fleetgate.inference_cluster.stack import EG_NAMESPACE
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 from fleetgate.model_service.naming import Service, alerts_rule_name
 
@@ -255,6 +256,19 @@ def _trust(driver: Driver) -> list[str]:
     return trust_problems(published_client_cas(driver.xrs()), driver.trusted_client_cas())
 
 
+def left_by_ai_gateway(ref: Ref, gateway: str) -> bool:
+    """One of the filter-configuration Secrets AI Gateway v1.1.0 writes for a Gateway into
+    its Envoy's namespace (``<gateway>-<namespace>``, and the bundle's index and parts
+    under that prefix, internal/controller/secret_name.go:47-78) and never deletes: its
+    Gateway controller returns on a Gateway not found (gateway.go:88-95) and the Secrets
+    carry no owner. Not Fleetgate's to remove; the README's known limits say so."""
+    return (
+        ref.kind == "Secret"
+        and ref.namespace == EG_NAMESPACE
+        and ref.name.startswith(f"{gateway}-{NAMESPACE}")
+    )
+
+
 def _gateway_gone(
     driver: Driver, key: XRKey, owned: set[Ref], ca: str, orphaned: set[XRKey]
 ) -> list[str]:
@@ -273,6 +287,7 @@ def _gateway_gone(
     problems += [
         f"{ref} is still named for deleted {describe(key)}"
         for ref, _ in driver.named(names.fleet_gateway(key[2]))
+        if not left_by_ai_gateway(ref, names.fleet_gateway(key[2]))
     ]
     problems += [
         f"{describe(r.service)} still has a route on deleted {describe(key)}"

@@ -224,6 +224,10 @@ def start_cluster(sup: Supervisor, state: Path, name: str, etcd: str) -> Cluster
             # No node serves the `kubernetes` Service: keep the API server from
             # publishing its loopback address as that Service's endpoint.
             "--endpoint-reconciler-type=none",
+            # Webhooks are dialled at their Service's endpoints, as aggregated APIs are
+            # (cmd/kube-apiserver/app/server.go:283-303, v1.35.4), not at a cluster IP no
+            # proxy here carries: AI Gateway's pod mutator (aigateway.py).
+            "--enable-aggregator-routing=true",
             "--profiling=false",
         ],
     )

@@ -2,7 +2,7 @@
 
 Edits go to the control plane's API server as kubectl sends them; what the
 drills read comes from the workload clusters' API servers (the
-AIGatewayRoutes, their Backends and the HTTPRoutes the AI Gateway stand-in
+AIGatewayRoutes, their Backends and the HTTPRoutes AI Gateway's controller
 generated from them; each cluster gateway's client-validation policy and
 its ConfigMap) and from the control plane (XRs, Objects). Settling polls
 until the drill's facts hold on the clusters, then until the fleet

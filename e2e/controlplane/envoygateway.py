@@ -27,18 +27,14 @@ Each instance runs where its pod would see the same files and ports:
   reads its certificates from those fixed paths and keeps its Wasm cache
   under ``/var/lib/eg``, in that directory and nowhere else on this machine.
 
-Not run, so not checked: Envoy itself (no proxy ever connects to the xDS
-server); AI Gateway's extension server, which the configuration names as
-Envoy Gateway's extension manager (its module is not served by the Go
-module proxy). In its place a stand-in in the same network namespace
-refuses every hook at once (extension_refusal.py; the chroot's /etc/hosts
-gives the configured hostname the loopback address): Envoy Gateway would
-otherwise wait for the server forever and never publish an EnvoyPatchPolicy
-status. The gateway-API translation, and so every other status above, does
-not depend on the hooks. The chart's topology-injector webhook is served but not registered
-(no webhook configuration reaches a process outside the cluster network):
-certgen runs with ``--disable-topology-injector``, as the chart passes when
-the injector is off. The CRDs come from the pinned set (the chart's own, in
+Its extension manager is AI Gateway's controller (aigateway.py), reached at
+the hostname the configuration names (the root's hosts file leads it to
+loopback, and the port is carried into the controller's network namespace),
+so every xDS snapshot Envoy Gateway publishes is the one AI Gateway's hooks
+made. Each Gateway's Envoy runs from the Deployment it provisions
+(proxies.py). The chart's topology-injector webhook is served but not
+registered: certgen runs with ``--disable-topology-injector``, as the chart
+passes when the injector is off. The CRDs come from the pinned set (the chart's own, in
 its crds subchart). The Deployments it provisions are made available by the
 stand-in kubelet and its LoadBalancer Services get an address from the
 stand-in load balancer (standins.py); the pod of its rate-limit Deployment,
@@ -48,7 +44,6 @@ when its configuration rate-limits, runs for real (ratelimit.py).
 import functools
 import http.client as http_client
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -114,51 +109,17 @@ def gateway_classes() -> list[Obj]:
     return [stack.gateway_class(str(default))]
 
 
-def ai_gateway_grants() -> list[Obj]:
-    """What AI Gateway's chart (which cannot be installed here) grants Envoy Gateway: read
-    access to InferencePools, its extension backend, without which Envoy Gateway's caches
-    never sync (manifests/charts/ai-gateway-helm/templates/
-    envoy_gateway_cluster_role_for_inference_pool.yaml, v1.1.0), as that chart renders it
-    in the stack's AI Gateway namespace (_helpers.tpl:83-99)."""
-    name = f"envoy-ai-gateway-inference-pool-reader:{stack.AIGW_NAMESPACE}"
-    rbac = "rbac.authorization.k8s.io"
-    return [
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [
-                {
-                    "apiGroups": ["inference.networking.k8s.io"],
-                    "resources": ["inferencepools"],
-                    "verbs": ["get", "list", "watch"],
-                }
-            ],
-        },
-        {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {
-                "name": f"envoy-ai-gateway-inference-pool-reader-binding:{stack.AIGW_NAMESPACE}"
-            },
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
-            "subjects": [
-                {"kind": "ServiceAccount", "name": "envoy-gateway", "namespace": NAMESPACE}
-            ],
-        },
-    ]
-
-
-def start(sup: Supervisor, workload: Cluster) -> Namespace:
-    """Install Envoy Gateway's chart objects on ``workload`` and run its controller; the
-    network namespace it runs in (the rate-limit service reaches its xDS there)."""
+def start(sup: Supervisor, workload: Cluster, ai_gateway: Namespace) -> Namespace:
+    """Install Envoy Gateway's chart objects on ``workload`` and run its controller, its
+    extension hooks carried to AI Gateway's controller in ``ai_gateway``; the network
+    namespace it runs in (the rate-limit service reaches its xDS there)."""
     kube = workload.admin
     objects = chart()
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     for obj in objects:
         if obj["kind"] in RBAC_KINDS or (obj["kind"], obj["metadata"]["name"]) in OWNERS:
             kube.apply(obj)
-    for obj in [*ai_gateway_grants(), *gateway_classes()]:
+    for obj in gateway_classes():
         kube.apply(obj)
     # The stack's own Redis beside it, as compose-inference-cluster composes it with the
     # stack: its Deployment (a redis-server process stands for the pod, ratelimit.py),
@@ -169,13 +130,9 @@ def start(sup: Supervisor, workload: Cluster) -> Namespace:
     root = _root(workload, objects)
     netns = Namespace(sup, f"{workload.name}-envoy-gateway")
     netns.forward(int(workload.server.rsplit(":", 1)[1]))
-    sup.start(
-        f"{workload.name}-ai-gateway-extension-refusal",
-        netns.argv(
-            [sys.executable, "-m", "e2e.controlplane.extension_refusal", str(AIGW_EXTENSION_PORT)]
-        ),
-        cwd=REPO,
-    )
+    # The extension manager's configured host leads to loopback (the root's hosts file),
+    # and its port to AI Gateway's controller, as the controller's Service would.
+    netns.forward(AIGW_EXTENSION_PORT, to=ai_gateway)
     args, env = charts.container(objects, "Deployment", "envoy-gateway", "envoy-gateway")
     sup.start(
         f"{workload.name}-envoy-gateway",
@@ -271,7 +228,7 @@ def _root(workload: Cluster, objects: list[Obj]) -> Path:
             (into / key).write_text(text)
     for folder in ("tmp", "var/lib", "etc"):
         (root / folder).mkdir(parents=True, exist_ok=True)
-    # Where the extension manager's configured hostname leads: the stand-in.
+    # Where the extension manager's configured hostname leads: AI Gateway's controller.
     (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost {AIGW_EXTENSION_HOST}\n")
     token = kube.token_for(NAMESPACE, pod["serviceAccountName"])
     (root / "kubeconfig").write_text(workload.kubeconfig_text_for_token(token))

@@ -247,9 +247,11 @@ COMPOSED_KINDS = frozenset(
 )  # fmt: skip
 
 
-# Envoy Gateway runs here and watches every kind of its chart's set (some it
-# requires, e.g. ListenerSet, internal/provider/kubernetes/controller.go:2283-2296).
-WHOLE_SETS = frozenset({"envoy-gateway"})
+# Envoy Gateway and AI Gateway's controller run here and watch every kind of their
+# charts' sets (Envoy Gateway requires e.g. ListenerSet, internal/provider/kubernetes/
+# controller.go:2283-2296; AI Gateway indexes QuotaPolicy and MCPRoute before it starts,
+# cmd/controller/main.go:516 at v1.1.0).
+WHOLE_SETS = frozenset({"envoy-gateway", "envoy-ai-gateway"})
 
 
 def _wanted(crd_set: str, doc: Obj | None) -> bool:

@@ -11,20 +11,37 @@ What a pod sees that this does not give it is a defect of the stand-in.
 """
 
 import base64
+import ipaddress
+import itertools
 import re
 import shutil
+import subprocess
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import Obj, mount_secret, wait_for
+from e2e.controlplane.kube import Obj, wait_for
 
 MOUNT_TIMEOUT_S = 180.0
 # Kubernetes expands $(VAR) in a container's command and arguments from its environment
 # and leaves an unknown reference as written; $$ escapes a dollar (third_party/forked/
 # golang/expansion/expand.go, k8s.io/kubernetes v1.35).
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+# A pod that serves its Service to an API server (a webhook) needs an address the API server
+# dials, and an EndpointSlice may not name a loopback one: each such pod gets one of this
+# range on the plane's own loopback (the plane runs in a network namespace of its own).
+POD_NETWORK = ipaddress.ip_network("10.244.0.0/16")
+_next_pod = itertools.count(2)
+
+
+def address() -> str:
+    """A pod address of its own, on the plane's loopback."""
+    ip = str(POD_NETWORK[next(_next_pod)])
+    subprocess.run(["ip", "address", "add", f"{ip}/32", "dev", "lo"], check=True)
+    return ip
 
 
 def env(container: Obj, namespace: str, pod_name: str) -> dict[str, str]:
@@ -83,23 +100,10 @@ def root(
     workload: Cluster, namespace: str, pod: Obj, container: Obj, *, into: Path, hosts: Sequence[str]
 ) -> Path:
     """A root directory at ``into`` holding what ``container`` mounts, with the volumes'
-    modes, ``/tmp`` and a hosts file leading ``hosts`` to 127.0.0.1."""
-    kube = workload.admin
-    for mount in container.get("volumeMounts") or []:
-        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
-        at = into / mount["mountPath"].lstrip("/")
-        if "secret" in volume:
-            source = volume["secret"]
-            mount_secret(kube, namespace, source["secretName"], at, "Envoy Gateway's certgen")
-        elif "configMap" in volume:
-            source = volume["configMap"]
-            _mount_config_map(workload, namespace, source, at)
-        else:
-            raise ValueError(f"{pod}: volume {volume['name']} is of a kind not mounted here")
-        # A Secret or ConfigMap volume's files have its defaultMode (0644 unless set),
-        # which the container's non-root user needs to read them.
-        for path in at.iterdir():
-            path.chmod(int(source.get("defaultMode", 0o644)))
+    modes, ``/tmp`` and a hosts file leading ``hosts`` to 127.0.0.1. Containers of one
+    pod may share a root: each adds its mounts."""
+    for mount, volume in _mounts(pod, container):
+        _mount(workload, namespace, volume, into / mount["mountPath"].lstrip("/"), wait=True)
     for folder in ("tmp", "etc", "bin"):
         (into / folder).mkdir(parents=True, exist_ok=True)
     (into / "tmp").chmod(0o1777)
@@ -107,25 +111,102 @@ def root(
     return into
 
 
-def _mount_config_map(workload: Cluster, namespace: str, source: Obj, into: Path) -> None:
-    """A ConfigMap volume: its keys (or the items it names) as files; an optional one
-    absent leaves it empty."""
-    name = source["name"]
-    if source.get("optional"):
-        found = workload.admin.get("v1", "ConfigMap", name, namespace)
+def refresh(
+    workload: Cluster, namespace: str, pod: Obj, containers: Sequence[Obj], into: Path
+) -> None:
+    """The Secret and projected volumes of ``containers`` written again from the cluster, as
+    the kubelet syncs a running pod's volumes: a file changes in place (a rename, so a reader
+    never sees half of it), and a key gone from an optional source goes."""
+    for container in containers:
+        for mount, volume in _mounts(pod, container):
+            if "secret" in volume or "projected" in volume:
+                at = into / mount["mountPath"].lstrip("/")
+                _mount(workload, namespace, volume, at, wait=False)
+
+
+def _mounts(pod: Obj, container: Obj) -> list[tuple[Obj, Obj]]:
+    volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    return [(m, volumes[m["name"]]) for m in container.get("volumeMounts") or []]
+
+
+def _mount(workload: Cluster, namespace: str, volume: Obj, at: Path, *, wait: bool) -> None:
+    if "emptyDir" in volume:
+        at.mkdir(parents=True, exist_ok=True)
+        at.chmod(0o777)  # as the kubelet makes one: any container's user may write
+        return
+    if "secret" in volume:
+        source = volume["secret"]
+        files = _source_files(workload, namespace, "Secret", source, wait=wait)
+    elif "configMap" in volume:
+        source = volume["configMap"]
+        files = _source_files(workload, namespace, "ConfigMap", source, wait=wait)
+    elif "projected" in volume:
+        source = volume["projected"]
+        files = {}
+        for part in source["sources"]:
+            if "secret" not in part:
+                raise ValueError(f"projected volume {volume['name']}: {part} is not mounted here")
+            secret = part["secret"]
+            files |= _source_files(workload, namespace, "Secret", secret, wait=wait)
     else:
-        found = wait_for(
-            f"ConfigMap {namespace}/{name}",
-            lambda: workload.admin.get("v1", "ConfigMap", name, namespace),
-            MOUNT_TIMEOUT_S,
-        )
-    into.mkdir(parents=True, exist_ok=True)
-    files: dict[str, bytes] = {
-        key: text.encode() for key, text in ((found or {}).get("data") or {}).items()
+        raise ValueError(f"volume {volume['name']} is of a kind not mounted here")
+    # A volume's files have its defaultMode (0644 unless set), which the container's
+    # non-root user needs to read them.
+    _write(at, files, int(source.get("defaultMode", 0o644)))
+
+
+def _source_files(
+    workload: Cluster, namespace: str, kind: str, source: Obj, *, wait: bool
+) -> dict[str, bytes]:
+    """The files one Secret or ConfigMap gives a volume (its keys, or the items it names);
+    an optional one absent gives none. A required one is waited for, filled, when ``wait``."""
+    kube = workload.admin
+    name = source.get("secretName") or source["name"]
+
+    def found() -> Obj | None:
+        obj = kube.get("v1", kind, name, namespace)
+        return obj if obj and (obj.get("data") or obj.get("binaryData")) else None
+
+    if source.get("optional") or not wait:
+        obj = kube.get("v1", kind, name, namespace) or {}
+    else:
+        obj = wait_for(f"{kind} {namespace}/{name} to be filled", found, MOUNT_TIMEOUT_S)
+    data: dict[str, bytes] = {
+        key: base64.b64decode(value) if kind == "Secret" else value.encode()
+        for key, value in (obj.get("data") or {}).items()
     }
-    for key, value in ((found or {}).get("binaryData") or {}).items():
-        files[key] = base64.b64decode(value)
+    for key, value in (obj.get("binaryData") or {}).items():
+        data[key] = base64.b64decode(value)
     items = source.get("items")
-    paths = {i["key"]: i["path"] for i in items} if items else {k: k for k in files}
-    for key, path in paths.items():
-        (into / path).write_bytes(files[key])
+    paths = {i["key"]: i["path"] for i in items} if items else {k: k for k in data}
+    return {path: data[key] for key, path in paths.items() if key in data}
+
+
+def write_hosts(into: Path, names: Mapping[str, str]) -> None:
+    """The hosts file of the root at ``into``: its first line (loopback, the pod's own
+    names) and ``names`` (name -> address), as the cluster's DNS would answer them."""
+    path = into / "etc" / "hosts"
+    base = path.read_text().splitlines()[0]
+    lines = [base, *(f"{address} {name}" for name, address in sorted(names.items()))]
+    content = "\n".join(lines) + "\n"
+    if path.read_text() != content:
+        staged = path.with_name(".hosts.new")
+        staged.write_text(content)
+        staged.chmod(0o644)
+        staged.replace(path)
+
+
+def _write(at: Path, files: Mapping[str, bytes], mode: int) -> None:
+    at.mkdir(parents=True, exist_ok=True)
+    for path, content in files.items():
+        target = at / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_file() and target.read_bytes() == content:
+            continue
+        staged = target.with_name(f".{target.name}.new")
+        staged.write_bytes(content)
+        staged.chmod(mode)
+        staged.replace(target)
+    for old in [p for p in at.rglob("*") if p.is_file()]:
+        if old.relative_to(at).as_posix() not in files:
+            old.unlink()

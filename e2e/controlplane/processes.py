@@ -224,28 +224,34 @@ class Namespace:
                 return socket.create_connection(("127.0.0.1", port))
             return to.connect(port)
 
-        def pipe(src: socket.socket, dst: socket.socket) -> None:
-            try:
-                while data := src.recv(65536):
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    with contextlib.suppress(OSError):
-                        s.shutdown(socket.SHUT_RDWR)
+        _relay(listener, dial, f"forward-{port}")
 
-        def serve() -> None:
-            while True:
-                try:
-                    client, _ = listener.accept()
-                    upstream = dial()
-                except OSError:
-                    continue
-                for a, b in ((client, upstream), (upstream, client)):
-                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+    def expose(self, address: str, port: int) -> int:
+        """Accept on ``address`` in ours (a pod's address the plane's API servers dial);
+        connect to 127.0.0.1:``port`` in this namespace. The port accepted on is one the
+        kernel picks, returned: a plane process listening on every interface may hold
+        ``port`` itself (provider-kubernetes' webhook server holds :9443)."""
+        listener = socket.create_server((address, 0))
+        _relay(listener, lambda: self.connect(port), f"expose-{address}:{port}")
+        accepted: int = listener.getsockname()[1]
+        return accepted
 
-        threading.Thread(target=serve, daemon=True, name=f"forward-{port}").start()
+    def listen(self, address: str, port: int, dial: Callable[[], socket.socket]) -> None:
+        """Accept on ``address``:``port`` in this namespace (the address added to its
+        loopback) and carry each connection to one ``dial`` makes."""
+        subprocess.run(
+            self.argv(["ip", "address", "replace", f"{address}/32", "dev", "lo"]), check=True
+        )
+        listener = _in_netns(self.path, lambda: socket.create_server((address, port)))
+        _relay(listener, dial, f"listen-{address}:{port}")
+
+    def publish(self, port: int) -> int:
+        """Accept on a free 127.0.0.1 port in ours and carry each connection to
+        127.0.0.1:``port`` here, as a port-forward would; returns the port."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        _relay(listener, lambda: self.connect(port), f"publish-{port}")
+        published: int = listener.getsockname()[1]
+        return published
 
     def connect(self, port: int, timeout: float = 10.0) -> socket.socket:
         """A TCP connection to 127.0.0.1:``port`` inside this namespace, for a client here."""
@@ -268,6 +274,39 @@ class Namespace:
             return resp.status, resp.read()
         finally:
             conn.close()
+
+
+def _relay(listener: socket.socket, dial: Callable[[], socket.socket], name: str) -> None:
+    """Pipe each connection ``listener`` accepts to one ``dial`` makes, both ways."""
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                upstream = dial()
+            except OSError:  # nothing behind: the caller sees its connection close
+                client.close()
+                continue
+            # A dial's timeout bounds the connect only: an idle stream (xDS) stays open.
+            upstream.settimeout(None)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True, name=name).start()
 
 
 def _in_netns(path: str, make: Callable[[], _T]) -> _T:

@@ -32,13 +32,15 @@ would.
 """
 
 import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 
 from e2e.controlplane import envoygateway, pods
 from e2e.controlplane.clusters import Cluster, place_binary
-from e2e.controlplane.kube import ApiError, Obj
+from e2e.controlplane.kube import ApiError, Obj, controller_ref
 from e2e.controlplane.processes import Namespace, Process, Supervisor
 
 NAMESPACE = envoygateway.NAMESPACE
@@ -49,26 +51,41 @@ LABELS = {
     "app.kubernetes.io/component": "proxy",
     "app.kubernetes.io/managed-by": "envoy-gateway",
 }
+SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
 OWNING_NAME = "gateway.envoyproxy.io/owning-gateway-name"
 OWNING_NAMESPACE = "gateway.envoyproxy.io/owning-gateway-namespace"
 CONTAINER = "envoy"
+# The containers run here, by name, and the pinned binary each image holds: Envoy, and AI
+# Gateway's external processor, which its webhook adds as a sidecar (an init container
+# that keeps running, internal/controller/gateway_mutator.go:386-391 and
+# extproc_builder.go:198-201 at v1.1.0). Envoy Gateway's shutdown manager is not run.
+IMAGES = {CONTAINER: "envoy", "ai-gateway-extproc": "ai-gateway-extproc"}
 XDS_CLUSTER = "xds_cluster"  # the bootstrap's cluster of Envoy Gateway's xDS server
 # Envoy's admin listener, on loopback of the pod (the bootstrap's admin address).
 ADMIN_PORT = 19000
 SYNC_INTERVAL_S = 1.0
-# Where the Envoy binary lives in the pod's root (its command is ``envoy``, found on PATH).
+# How often the kubelet syncs a running pod's Secret volumes unprompted (its default
+# sync period); a change to the Pod object prompts it at once, which AI Gateway's
+# controller uses to hurry a new filter configuration (gateway.go:1263-1281, v1.1.0).
+VOLUME_SYNC_S = 60.0
+# Where the binaries live in the pod's root (Envoy's command is ``envoy``, found on PATH).
 PATH = "/bin"
 
 
 @dataclass
 class Proxy:
-    """One Gateway's running Envoy: where to reach it."""
+    """One Gateway's running pod: its Envoy and the containers beside it, and where to
+    reach them."""
 
     cluster: str
     gateway: str  # namespace/name
     deployment: str
+    generation: int  # of the Deployment's template it runs
+    pod: Obj  # as the API server admitted it, mutated by the webhooks
+    root: Path
     netns: Namespace
-    process: Process
+    processes: list[Process]
+    synced: tuple[str, float] = ("", 0.0)  # the Pod's resourceVersion at the last volume sync
 
     def admin(self, path: str) -> tuple[int, bytes]:
         """A GET on Envoy's admin interface (``/ready``, ``/config_dump``, ``/stats``)."""
@@ -77,12 +94,14 @@ class Proxy:
 
 @dataclass
 class Proxies:
-    """Runs an Envoy for each Gateway Deployment on ``workload`` while it exists."""
+    """Runs a pod for each Gateway Deployment on ``workload`` while it exists, anew for
+    each new template, as a Deployment controller and a kubelet would."""
 
     sup: Supervisor
     workload: Cluster
     envoy_gateway: Namespace
     running: dict[str, Proxy] = field(default_factory=dict)  # by Deployment name
+    _netns: dict[str, Namespace] = field(default_factory=dict)  # by Deployment name
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -100,57 +119,103 @@ class Proxies:
                 print(f"{self.workload.name}: Envoy pods not synced: {err}", flush=True)
 
     def sync(self) -> None:
-        """Start the Envoy of each new Gateway Deployment; stop those whose Deployment went."""
-        selector = ",".join(f"{k}={v}" for k, v in LABELS.items())
+        """Run the pod of each Gateway Deployment's current template, stop those whose
+        Deployment went, and sync running pods' volumes."""
+        kube = self.workload.admin
         found = {
             d["metadata"]["name"]: d
-            for d in self.workload.admin.list("apps/v1", "Deployment", NAMESPACE, selector=selector)
+            for d in kube.list("apps/v1", "Deployment", NAMESPACE, selector=SELECTOR)
         }
         for name in set(self.running) - set(found):
-            self.sup.stop(self.running.pop(name).process)
-        for name in set(found) - set(self.running):
-            self.running[name] = self._run(found[name])
+            self._retire(self.running.pop(name))
+        for name, deployment in found.items():
+            running = self.running.get(name)
+            if running and running.generation == deployment["metadata"]["generation"]:
+                continue
+            if running:  # a new template: the old pod goes first (its ports are the new one's)
+                self._retire(self.running.pop(name))
+            self.running[name] = self._run(deployment)
+        live = {
+            p["metadata"]["name"]: p for p in kube.list("v1", "Pod", NAMESPACE, selector=SELECTOR)
+        }
+        for proxy in self.running.values():
+            pod = live.get(proxy.pod["metadata"]["name"])
+            version = pod["metadata"]["resourceVersion"] if pod else ""
+            if version != proxy.synced[0] or time.monotonic() - proxy.synced[1] > VOLUME_SYNC_S:
+                spec = proxy.pod["spec"]
+                pods.refresh(self.workload, NAMESPACE, spec, _containers(spec), proxy.root)
+                proxy.synced = (version, time.monotonic())
+
+    def _retire(self, proxy: Proxy) -> None:
+        for process in reversed(proxy.processes):
+            self.sup.stop(process)
+        self.workload.admin.delete("v1", "Pod", proxy.pod["metadata"]["name"], NAMESPACE)
 
     def _run(self, deployment: Obj) -> Proxy:
+        """Create the Deployment's pod on the cluster (its API server calls the webhooks
+        that mutate it) and run its containers as it was admitted."""
         name = deployment["metadata"]["name"]
-        labels = deployment["metadata"]["labels"]
-        pod = deployment["spec"]["template"]["spec"]
-        container = next(c for c in pod["containers"] if c["name"] == CONTAINER)
-        environment = pods.env(container, NAMESPACE, f"{name}-e2e")
-        args = pods.expand([*container["command"][1:], *container.get("args", [])], environment)
-        host, port = _xds_address(args)
-        netns = Namespace(self.sup, f"{self.workload.name}-{name}")
-        netns.forward(port, to=self.envoy_gateway)
-        root = pods.root(
-            self.workload,
-            NAMESPACE,
-            pod,
-            container,
-            into=self.workload.dir / "envoy" / name,
-            hosts=(host, host.rstrip(".")),
+        template = deployment["spec"]["template"]
+        created = self.workload.admin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    **{k: v for k, v in template["metadata"].items() if k != "creationTimestamp"},
+                    "generateName": f"{name}-",
+                    "namespace": NAMESPACE,
+                    "ownerReferences": [
+                        controller_ref(
+                            {"apiVersion": "apps/v1", "kind": "Deployment", **deployment}
+                        )
+                    ],
+                },
+                "spec": template["spec"],
+            }
         )
-        place_binary("envoy", root / PATH.lstrip("/") / container["command"][0])
-        argv = [
-            "unshare",
-            "--mount",
-            "--propagation=private",
-            "--",
-            "sh",
-            "-c",
-            _ENTER_ROOT,
-            "envoy-pod",
-            str(root),
-            pods.user(pod, container),
-            "env",
-            "-i",
-            f"PATH={PATH}",
-            *(f"{k}={v}" for k, v in environment.items()),
-            container["command"][0],
-            *args,
-        ]
-        process = self.sup.start(f"{self.workload.name}-{name}", netns.argv(argv))
+        spec = created["spec"]
+        envoy = next(c for c in spec["containers"] if c["name"] == CONTAINER)
+        host, port = _xds_address(_args(envoy, pods.env(envoy, NAMESPACE, "")))
+        if name not in self._netns:
+            self._netns[name] = Namespace(self.sup, f"{self.workload.name}-{name}")
+            self._netns[name].forward(port, to=self.envoy_gateway)
+        netns = self._netns[name]
+        root = self.workload.dir / "envoy" / name
+        pod_name = created["metadata"]["name"]
+        processes = []
+        for container in _containers(spec):
+            pods.root(
+                self.workload, NAMESPACE, spec, container, into=root, hosts=(host, host.rstrip("."))
+            )
+            image = IMAGES[container["name"]]
+            place_binary(image, root / PATH.lstrip("/") / image)
+            environment = pods.env(container, NAMESPACE, pod_name)
+            command = container.get("command") or [image]
+            argv = [
+                "unshare",
+                "--mount",
+                "--propagation=private",
+                "--",
+                "sh",
+                "-c",
+                _ENTER_ROOT,
+                "pod",
+                str(root),
+                pods.user(spec, container),
+                "env",
+                "-i",
+                f"PATH={PATH}",
+                *(f"{k}={v}" for k, v in environment.items()),
+                command[0],
+                *_args(container, environment),
+            ]
+            processes.append(
+                self.sup.start(f"{self.workload.name}-{name}-{container['name']}", netns.argv(argv))
+            )
+        labels = created["metadata"]["labels"]
         gateway = f"{labels[OWNING_NAMESPACE]}/{labels[OWNING_NAME]}"
-        return Proxy(self.workload.name, gateway, name, netns, process)
+        generation = deployment["metadata"]["generation"]
+        return Proxy(self.workload.name, gateway, name, generation, created, root, netns, processes)
 
     def of(self, gateway: str) -> Proxy:
         """The Envoy of Gateway ``namespace/name``."""
@@ -158,6 +223,21 @@ class Proxies:
             if proxy.gateway == gateway:
                 return proxy
         raise LookupError(f"no Envoy runs for Gateway {gateway} on {self.workload.name}")
+
+
+def _containers(spec: Obj) -> list[Obj]:
+    """The pod's containers run here, in the order a kubelet starts them: sidecars (init
+    containers that keep running) first."""
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    return [c for c in [*sidecars, *spec["containers"]] if c["name"] in IMAGES]
+
+
+def _args(container: Obj, environment: dict[str, str]) -> list[str]:
+    """What follows the container's executable: its command's further words, then its
+    arguments, $(VAR) filled as the kubelet fills it."""
+    return pods.expand(
+        [*(container.get("command") or [])[1:], *container.get("args", [])], environment
+    )
 
 
 _ALL: dict[str, Proxies] = {}
@@ -172,14 +252,20 @@ def on(cluster: str) -> Proxies:
 
 
 # In the pod's own mount namespace: the machine's /usr (Envoy's C library, read through
-# the merged-/usr links /lib and /lib64), /dev (/dev/null, the access log's /dev/stdout)
-# and /proc under the root, then the command as the pod's user inside it.
+# the merged-/usr links /lib and /lib64), its CA bundle where Envoy's image keeps one
+# (Envoy Gateway names /etc/ssl/certs/ca-certificates.crt for a Backend that trusts the
+# system's CAs, internal/utils/cert/cert.go:12 at v1.8.3), /dev (/dev/null, the access
+# log's /dev/stdout) and /proc under the root, then the command as the pod's user
+# inside it. The user gets its standard output and error, as runc gives them to a
+# container's user (libcontainer fixStdioPermissions), so Envoy can open /dev/stdout.
 _ENTER_ROOT = """
 set -e
 root=$1; user=$2; shift 2
-for d in usr dev proc; do mkdir -p "$root/$d"; done
+chown "${user#--userspec=}" /proc/self/fd/1 /proc/self/fd/2
+for d in usr dev proc etc/ssl/certs; do mkdir -p "$root/$d"; done
 ln -sfn usr/lib "$root/lib"; ln -sfn usr/lib64 "$root/lib64"
 mount --rbind /usr "$root/usr"
+mount --bind -o ro /etc/ssl/certs "$root/etc/ssl/certs"
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 exec chroot "$user" "$root" "$@"

@@ -20,26 +20,14 @@ A cloud's load balancer controller
   IP, the address examples/fleet/world/world.yaml gives the cluster's load
   balancers (as the offline walk). Envoy Gateway copies it to the Gateway's
   status.addresses (internal/gatewayapi/status/gateway.go:224-240).
-Envoy AI Gateway v1.1.0
-  AIGatewayRoute: the HTTPRoute of the same name and its HTTPRouteFilters, as
-  its controller generates them (e2e/translate.py ``ai_gateway_route``, owned
-  by the AIGatewayRoute), then condition Accepted; when an AIServiceBackend it
-  names is missing, condition NotAccepted (reason ReconciliationFailed) as
-  upstream writes a refusal. AIServiceBackend, BackendSecurityPolicy:
-  condition Accepted. Each is the one condition v1.1.0's newConditions
-  writes (internal/controller/controller.go:551-566): reason
-  ReconciliationSucceeded or ReconciliationFailed, the call site's message
-  (ai_gateway_route.go:105, ai_service_backend.go:61,
-  backend_security_policy.go:93) and no observedGeneration.
 The Deployment controller and kubelet
   Deployment: replicas ready and Available (Envoy Gateway's own EnvoyProxy
   Deployments included: it programs a Gateway once one is available).
-InferencePool (the endpoint picker's gateway)
-  status.parents with Accepted and ResolvedRefs.
 
 Every other condition carries the object's generation as observedGeneration,
-as each of those controllers writes it. trust-manager and Envoy Gateway are
-not here: they run for real (workloads.py, envoygateway.py).
+as each of those controllers writes it. trust-manager, Envoy Gateway and
+Envoy AI Gateway are not here: they run for real (workloads.py,
+envoygateway.py, aigateway.py).
 """
 
 import base64
@@ -50,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from e2e import translate
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
 from sim import pki
@@ -61,11 +48,7 @@ INTERVAL_S = 1.0
 # How long a watch runs before it starts again and its kind's passes run once regardless.
 WATCH_S = 60
 CERT_MANAGER = "cert-manager.io/v1"
-AIGW = "aigateway.envoyproxy.io/v1beta1"
-GATEWAY_API = "gateway.networking.k8s.io/v1"
-EG_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 OWNING_GATEWAY = "gateway.envoyproxy.io/owning-gateway-name"
-INFERENCE = "inference.networking.k8s.io/v1"
 
 
 def _now() -> str:
@@ -83,32 +66,12 @@ def _cond(obj: Obj, type_: str, reason: str, message: str = "") -> Obj:
     }
 
 
-def _ai_gateway_cond(accepted: bool, message: str) -> Obj:
-    """The one condition Envoy AI Gateway v1.1.0 writes: Accepted or NotAccepted, unstamped."""
-    return {
-        "type": "Accepted" if accepted else "NotAccepted",
-        "status": "True" if accepted else "False",
-        "reason": "ReconciliationSucceeded" if accepted else "ReconciliationFailed",
-        "message": message,
-        "lastTransitionTime": _now(),
-    }
-
-
 @dataclass
 class Controllers:
     cluster: Cluster
     world: World
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
-    # What each AIGatewayRoute was last generated from: AI Gateway's controller reconciles
-    # a route when it, an AIServiceBackend or the HTTPRoute it owns changes, not on a
-    # clock. Regenerating every route every round cost each workload API server a list and
-    # three server-side applies per route per second (at S=40, 4,500 such requests on one
-    # cluster in its first three minutes): load growing with the fleet for as long as it
-    # converges, which measured this loop more than the fleet (issue 35).
-    _generated_from: dict[tuple[str, str], tuple[object, list[Obj]]] = field(default_factory=dict)
-    # Collections listed in this round, so each is listed once per round, not per object.
-    _listed: dict[tuple[str, str, str], list[Obj]] = field(default_factory=dict)
     # Kinds written since their passes last ran (WATCHED), and a wake-up for the loop.
     _dirty: set[str] = field(default_factory=set)
     _changed: threading.Event = field(default_factory=threading.Event)
@@ -172,15 +135,11 @@ class Controllers:
         """One pass over each kind played here whose inputs were written (``dirty``;
         None: every kind): write each status that would change."""
         kube = self.cluster.admin
-        self._listed.clear()
         for p in PASSES:
             if dirty is not None and not {kind for _, kind in p.reads} & dirty:
                 continue
             try:
-                listed = kube.list(*p.kind)
-                if p.forget is not None:
-                    p.forget(self, listed)
-                for obj in listed:
+                for obj in kube.list(*p.kind):
                     status = p.realise(self, obj)
                     if status is not None and status != obj.get("status"):
                         kube.update_status({**obj, "status": status})
@@ -284,66 +243,6 @@ class Controllers:
             kind = "hostname"
         return self._stable(obj, {"loadBalancer": {"ingress": [{kind: address}]}})
 
-    def inference_pool(self, obj: Obj) -> Obj | None:
-        parents = [
-            {
-                "parentRef": ref,
-                "controllerName": EG_CONTROLLER,
-                "conditions": [
-                    _cond(obj, "Accepted", "Accepted", "Route is accepted"),
-                    _cond(
-                        obj,
-                        "ResolvedRefs",
-                        "ResolvedRefs",
-                        "Resolved all the Object references for the Route",
-                    ),
-                ],
-            }
-            for ref in obj["spec"].get("parentRefs") or obj["spec"].get("targetRefs") or [{}]
-        ]
-        return self._stable(obj, {**(obj.get("status") or {}), "parents": parents})
-
-    def _list(self, api_version: str, kind: str, namespace: str) -> list[Obj]:
-        key = (api_version, kind, namespace)
-        if key not in self._listed:
-            self._listed[key] = self.cluster.admin.list(api_version, kind, namespace)
-        return self._listed[key]
-
-    def ai_gateway_route(self, obj: Obj) -> Obj | None:
-        kube = self.cluster.admin
-        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        backends = self._list(AIGW, "AIServiceBackend", namespace)
-        owned = self._list(GATEWAY_API, "HTTPRoute", namespace)
-        source = (
-            obj["metadata"].get("resourceVersion"),
-            sorted((b["metadata"]["name"], b["metadata"].get("resourceVersion")) for b in backends),
-            [r["metadata"].get("resourceVersion") for r in owned if r["metadata"]["name"] == name],
-        )
-        last = self._generated_from.get((namespace, name))
-        if last is None or last[0] != source:
-            try:
-                generated = translate.ai_gateway_route(obj, backends)
-            except LookupError as err:
-                conditions = [_ai_gateway_cond(False, str(err))]
-            else:
-                for made in generated:
-                    made["metadata"]["ownerReferences"] = [controller_ref(obj)]
-                    kube.apply(made, manager="envoy-ai-gateway-controller")
-                conditions = [_ai_gateway_cond(True, "AI Gateway Route reconciled successfully")]
-            # Kept only once applied (a failed apply is tried again next round), with the
-            # condition it earned, which the round writes until the route carries it.
-            last = self._generated_from[(namespace, name)] = (source, conditions)
-        return self._keep(obj, last[1])
-
-    def forget_deleted_routes(self, routes: list[Obj]) -> None:
-        """A deleted AIGatewayRoute's memo goes with it."""
-        names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in routes}
-        self._generated_from = {k: v for k, v in self._generated_from.items() if k in names}
-
-    def ai_gateway_accepted(self, obj: Obj) -> Obj | None:
-        message = f"{obj['kind']} reconciled successfully"
-        return self._keep(obj, [_ai_gateway_cond(True, message)])
-
     def deployment(self, obj: Obj) -> Obj | None:
         replicas = (obj.get("spec") or {}).get("replicas", 1)
         status = {
@@ -402,18 +301,15 @@ ISSUER, CERTIFICATE, SECRET = (
     (CERT_MANAGER, "Certificate"),
     ("v1", "Secret"),
 )
-AI_ROUTE, AI_BACKEND = (AIGW, "AIGatewayRoute"), (AIGW, "AIServiceBackend")
 
 
 class Pass(NamedTuple):
-    """One kind played here: ``realise`` gives each object's status (None: leave it), after
-    ``forget`` saw the whole list when the pass keeps state per object. The pass runs when
-    its kind, or one it ``also_reads``, was written."""
+    """One kind played here: ``realise`` gives each object's status (None: leave it). The
+    pass runs when its kind, or one it ``also_reads``, was written."""
 
     kind: Kind
     realise: Callable[[Controllers, Obj], Obj | None]
     also_reads: frozenset[Kind] = frozenset()
-    forget: Callable[[Controllers, list[Obj]], None] | None = None
 
     @property
     def reads(self) -> frozenset[Kind]:
@@ -424,15 +320,6 @@ PASSES = [
     Pass(ISSUER, Controllers.issuer, frozenset({SECRET})),
     Pass(CERTIFICATE, Controllers.certificate, frozenset({ISSUER, SECRET})),
     Pass(("v1", "Service"), Controllers.load_balancer),
-    Pass((INFERENCE, "InferencePool"), Controllers.inference_pool),
-    Pass(
-        AI_ROUTE,
-        Controllers.ai_gateway_route,
-        frozenset({AI_BACKEND, (GATEWAY_API, "HTTPRoute")}),
-        forget=Controllers.forget_deleted_routes,
-    ),
-    Pass(AI_BACKEND, Controllers.ai_gateway_accepted),
-    Pass((AIGW, "BackendSecurityPolicy"), Controllers.ai_gateway_accepted),
     Pass(("apps/v1", "Deployment"), Controllers.deployment),
 ]
 # Every kind a pass reads: a watch each.

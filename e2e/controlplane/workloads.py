@@ -20,7 +20,7 @@ and the Bundle CRD comes from the pinned set like every other CRD.
 import functools
 from pathlib import Path
 
-from e2e.controlplane import charts, envoygateway, proxies, ratelimit
+from e2e.controlplane import aigateway, charts, envoygateway, proxies, ratelimit
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import Obj
 from e2e.controlplane.processes import Supervisor
@@ -65,7 +65,10 @@ def local_args(args: list[str], **here: object) -> list[str]:
 
 def start(sup: Supervisor, workload: Cluster, the_world: World) -> Controllers:
     _start_trust_manager(sup, workload)
-    envoy_gateway = envoygateway.start(sup, workload)
+    # AI Gateway's chart first: it grants Envoy Gateway the InferencePools it reads.
+    aigateway.install(workload)
+    ai_gateway = aigateway.start(sup, workload)
+    envoy_gateway = envoygateway.start(sup, workload, ai_gateway)
     controllers = Controllers(workload, the_world)
     controllers.start()
     sup.on_stop.append(controllers.stop)

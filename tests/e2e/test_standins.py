@@ -5,9 +5,8 @@ from typing import Any, cast
 
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Kube, Obj
-from e2e.controlplane.standins import AIGW, Controllers
+from e2e.controlplane.standins import Controllers
 from sim.controllers import World
-from sim.loop import without_times
 
 NAMESPACE = "fleetgate-system"
 GATEWAY = "fleetgate-gw-public"
@@ -99,86 +98,9 @@ def test_a_load_balancer_already_given_its_address_is_not_rewritten() -> None:
     assert one_round(lb) == {}
 
 
-def ai_gateway(kind: str, name: str) -> Obj:
-    return {
-        "apiVersion": AIGW,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "team-a", "generation": 4, "uid": "u-" + name},
-        "spec": {},
-    }
-
-
-def test_envoy_ai_gateway_conditions_are_written_as_v1_1_0_writes_them() -> None:
-    """One condition, reason ReconciliationSucceeded, and never an observedGeneration
-    (internal/controller/controller.go:551-566)."""
-    statuses = one_round(
-        ai_gateway("AIServiceBackend", "llama"), ai_gateway("BackendSecurityPolicy", "key")
-    )
-    for kind, name in (("AIServiceBackend", "llama"), ("BackendSecurityPolicy", "key")):
-        assert without_times(statuses[(kind, name)]) == {
-            "conditions": [
-                {
-                    "type": "Accepted",
-                    "status": "True",
-                    "reason": "ReconciliationSucceeded",
-                    "message": f"{kind} reconciled successfully",
-                }
-            ]
-        }
-
-
-def test_an_ai_gateway_route_naming_a_missing_backend_is_not_accepted() -> None:
-    route = ai_gateway("AIGatewayRoute", "svc")
-    route["spec"] = {
-        "parentRefs": [{"name": GATEWAY, "namespace": NAMESPACE}],
-        "rules": [{"backendRefs": [{"name": "gone"}]}],
-    }
-    (condition,) = one_round(route)[("AIGatewayRoute", "svc")]["conditions"]
-    assert condition["type"] == "NotAccepted"
-    assert (condition["status"], condition["reason"]) == ("False", "ReconciliationFailed")
-    assert "observedGeneration" not in condition
-
-
-def test_an_ai_gateway_route_is_generated_again_only_when_what_it_is_made_of_changes() -> None:
-    """As AI Gateway's controller reconciles: on a change to the route, an AIServiceBackend
-    or its HTTPRoute, not every round (each round would otherwise load the API server with
-    three applies per route: issue 35)."""
-    backend = ai_gateway("AIServiceBackend", "llama")
-    backend["spec"] = {"backendRef": {"name": "llama", "kind": "Backend"}}
-    route = ai_gateway("AIGatewayRoute", "svc")
-    route["spec"] = {
-        "parentRefs": [{"name": GATEWAY, "namespace": NAMESPACE}],
-        "rules": [{"backendRefs": [{"name": "llama"}]}],
-    }
-    for obj in (backend, route):
-        obj["metadata"]["resourceVersion"] = "1"
-    kube = FakeKube([route, backend])
-    controllers = Controllers(cast(Cluster, FakeCluster(kube)), World(load_balancers={}))
-    applied = []
-    for change in (None, None, backend, None, route):
-        if change is not None:
-            change["metadata"]["resourceVersion"] = str(
-                int(change["metadata"]["resourceVersion"]) + 1
-            )
-        controllers.round()
-        applied.append(len(kube.applied))
-    assert controllers.errors == []
-    made = applied[0]
-    assert [n // made for n in applied] == [1, 1, 2, 2, 3]
-    assert sorted(o["kind"] for o in kube.applied[:made]) == [
-        "HTTPRoute",
-        "HTTPRouteFilter",
-        "HTTPRouteFilter",
-    ]
-    kube.objects.remove(route)
-    controllers.round()
-    assert controllers._generated_from == {}, "a deleted route's memo is kept"
-
-
 def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:
     """As a controller's informers wake it: a written Secret runs the cert-manager passes
-    (an Issuer waits for its CA's), a written HTTPRoute the AIGatewayRoutes' (each
-    generated its own), and nothing runs what reads neither (listing every kind every
+    (an Issuer waits for its CA's), and nothing runs what reads neither (listing every kind every
     second cost each workload API server CPU with the fleet at rest: issue 35)."""
     listed: list[str] = []
 
@@ -192,7 +114,7 @@ def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:
     controllers = Controllers(cast(Cluster, FakeCluster(Counting([]))), World(load_balancers={}))
     for written, passes in (
         ({"Secret"}, ["Issuer", "Certificate"]),
-        ({"HTTPRoute"}, ["AIGatewayRoute"]),
+        ({"HTTPRoute"}, []),
         ({"Deployment", "Service"}, ["Service", "Deployment"]),
         (set(), []),
     ):
@@ -201,7 +123,7 @@ def test_a_round_lists_only_the_kinds_whose_inputs_were_written() -> None:
         assert listed == passes, written
     listed.clear()
     controllers.round()
-    assert len(listed) == 8, "a round with nothing said about what was written runs every pass"
+    assert len(listed) == 4, "a round with nothing said about what was written runs every pass"
 
 
 def test_a_certificate_s_secret_goes_with_its_certificate() -> None:
