@@ -32,6 +32,7 @@ from e2e.controlplane import (
     drills,
     faults,
     fleet,
+    internet,
     network,
     processes,
     ratelimit,
@@ -77,11 +78,13 @@ def run(command: str, apply_fleet: bool = False) -> int:
         try:
             st = stack.bring_up(sup, STATE, WORKLOADS)
             the_world = workloads.world()
+            docs = documents()
+            # Before any Envoy starts: each root gets its trust store.
+            internet.start(sup, STATE / "internet", docs)
             for workload in st.workloads.values():
                 fleet.register(st.cp, workload)
                 workloads.start(sup, workload, the_world)
             network.Network(sup, st.workloads).start()
-            docs = documents()
             made = fleet.namespaces(st.cp, docs)
             print(f"namespaces of examples/fleet created: {', '.join(made)}")
             if command == "serve":

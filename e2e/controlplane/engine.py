@@ -1,5 +1,7 @@
 """Stand-in for an inference engine (vLLM and its peers cannot run here): one per placed
-replica, speaking the part of the OpenAI API a gateway relies on.
+replica, speaking the part of the OpenAI API a gateway relies on. The same program, with
+``--any-model``, TLS and ``--api-key-env``, stands in for a third-party provider
+(internet.py).
 
 What it fakes, and only that:
 
@@ -17,11 +19,19 @@ What it fakes, and only that:
 * ``GET /requests``: every request it took (path, headers, body), for drills
   that assert what reached an engine.
 
+As a provider: ``--any-model`` answers as whatever model the request names (a
+provider serves its catalogue); ``--certfile``/``--keyfile`` serve TLS, and
+``--control-port`` serves the same endpoints over plain HTTP for the drills;
+``--api-key-env VAR`` answers a request whose ``Authorization`` is not ``Bearer``
+and the value of VAR with OpenAI's 401 body.
+
 Run: ``python -m e2e.controlplane.engine [--port P] --served-model-name NAME [vLLM's other flags]``.
 """
 
 import argparse
 import json
+import os
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,17 +42,25 @@ FAULTS = ("ok", "503", "slow", "dead")
 
 
 class Engine:
-    def __init__(self, served: str) -> None:
-        self.served = served
+    def __init__(self, served: str, api_key: str | None = None) -> None:
+        self.served = served  # empty: a provider, answering as the model asked for
+        self.api_key = api_key
         self.fault = "ok"
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+
+    def model(self, body: dict[str, Any]) -> str:
+        """The model it answers as: the one it serves, or a provider's, the one asked for."""
+        return self.served or str(body.get("model") or "")
+
+    def authorized(self, authorization: str | None) -> bool:
+        return self.api_key is None or authorization == f"Bearer {self.api_key}"
 
     def answer(self, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         """The reply's text and its usage."""
         messages = body.get("messages") or [{"content": body.get("prompt", "")}]
         prompt = " ".join(str(m.get("content", "")) for m in messages)
-        text = f"{self.served} answers: {prompt}"
+        text = f"{self.model(body)} answers: {prompt}"
         usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return text, usage
@@ -97,6 +115,11 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 )
             if self.path not in ("/v1/chat/completions", "/v1/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
+            elif not engine.authorized(self.headers.get("Authorization")):
+                # OpenAI's answer to a missing or wrong key.
+                message = "Incorrect API key provided."
+                error = {"message": message, "type": "invalid_request_error"}
+                self._send(401, {"error": {**error, "code": "invalid_api_key"}})
             elif engine.fault == "dead":
                 self.close_connection = True
                 self.connection.close()
@@ -108,7 +131,8 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 self._complete(body)
 
         def _complete(self, body: dict[str, Any]) -> None:
-            if body.get("model") != engine.served:
+            served = engine.model(body)
+            if body.get("model") != served:
                 # vLLM's answer to a model it does not serve (its OpenAI server, 404).
                 message = f"The model `{body.get('model')}` does not exist."
                 self._send(404, {"error": {"message": message, "code": 404}})
@@ -129,17 +153,18 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                         "id": ident,
                         "object": kind,
                         "created": int(time.time()),
-                        "model": engine.served,
+                        "model": served,
                         "choices": [choice],
                         "usage": usage,
                     },
                 )
                 return
-            self._stream(
-                ident, text, usage, bool((body.get("stream_options") or {}).get("include_usage"))
-            )
+            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(ident, served, text, usage, with_usage)
 
-        def _stream(self, ident: str, text: str, usage: dict[str, int], with_usage: bool) -> None:
+        def _stream(
+            self, ident: str, served: str, text: str, usage: dict[str, int], with_usage: bool
+        ) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
@@ -148,7 +173,7 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
             chunks: list[dict[str, Any]] = [
                 {
                     **base,
-                    "model": engine.served,
+                    "model": served,
                     "choices": [{"index": 0, "delta": {"content": w + " "}}],
                 }
                 for w in text.split()
@@ -156,12 +181,12 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
             chunks.append(
                 {
                     **base,
-                    "model": engine.served,
+                    "model": served,
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                 }
             )
             if with_usage:
-                chunks.append({**base, "model": engine.served, "choices": [], "usage": usage})
+                chunks.append({**base, "model": served, "choices": [], "usage": usage})
             events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
             for event in events:
                 data = event.encode()
@@ -180,12 +205,27 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--model", default="")
     parser.add_argument("--served-model-name", default="")
+    parser.add_argument("--any-model", action="store_true")
+    parser.add_argument("--certfile", default="")
+    parser.add_argument("--keyfile", default="")
+    parser.add_argument("--control-port", type=int, default=0)
+    parser.add_argument("--api-key-env", default="")
     args, _ = parser.parse_known_args()
-    served = args.served_model_name or args.model
-    if not served:
-        parser.error("--served-model-name or --model is required")
-    server = ThreadingHTTPServer((args.host, args.port), handler(Engine(served)))
+    served = "" if args.any_model else args.served_model_name or args.model
+    if not served and not args.any_model:
+        parser.error("--served-model-name, --model or --any-model is required")
+    api_key = os.environ[args.api_key_env] if args.api_key_env else None
+    answers = handler(Engine(served, api_key))
+    server = ThreadingHTTPServer((args.host, args.port), answers)
     server.daemon_threads = True
+    if args.certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.certfile, args.keyfile)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    if args.control_port:
+        control = ThreadingHTTPServer((args.host, args.control_port), answers)
+        control.daemon_threads = True
+        threading.Thread(target=control.serve_forever, daemon=True).start()
     server.serve_forever()
 
 

@@ -25,6 +25,8 @@ This module gives each Envoy what it dials, nothing more:
   cluster) leads to that Gateway's Envoy, at the Service port's targetPort.
   The Envoy's hosts file holds the name, at an address on its loopback
   where a relay listens.
+* **Third parties.** Any other name a Backend dials is the public internet's:
+  the provider stand-in internet.py runs for it, at its pod address.
 
 Relays copy TCP bytes (TLS and mutual TLS stay end to end) in this process's
 threads: they add latency a real network does not, so no figure of the data
@@ -37,7 +39,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from e2e.controlplane import pods, proxies
+from e2e.controlplane import internet, pods, proxies
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj
 from e2e.controlplane.processes import Namespace, Process, Supervisor
@@ -46,6 +48,7 @@ from e2e.controlplane.processes import Namespace, Process, Supervisor
 ENGINE_CONTAINER = "engine"
 CLUSTER_DOMAIN = "svc.cluster.local"
 SYNC_INTERVAL_S = 1.0
+HTTPS = internet.HTTPS
 # Addresses for load balancers known by hostname only, on an Envoy's loopback.
 _LB_NAMES = ipaddress.ip_network("198.18.0.0/15")
 
@@ -157,23 +160,30 @@ class Network:
         except LookupError:
             return
         names: dict[str, str] = {}
-        dials: list[tuple[str, int, proxies.Proxy, int]] = []
+        dials: list[tuple[str, int, Namespace, int]] = []
         for backend in workload.admin.list("gateway.envoyproxy.io/v1alpha1", "Backend"):
             for endpoint in backend["spec"].get("endpoints") or []:
                 fqdn = endpoint.get("fqdn") or {}
-                found = self._resolve(workload, str(fqdn.get("hostname", "")))
+                hostname = str(fqdn.get("hostname", ""))
+                if hostname and not hostname.endswith(f".{CLUSTER_DOMAIN}"):
+                    provider = internet.running().provider(hostname)
+                    names[hostname] = provider.address
+                    dials.append((provider.address, int(fqdn["port"]), provider.netns, HTTPS))
+                    continue
+                found = self._resolve(workload, hostname)
                 if found is None:
                     continue
                 address, balancer = found
                 target = self._balanced(balancer, int(fqdn["port"]))
                 if target is not None:
-                    names[str(fqdn["hostname"])] = address
-                    dials.append((address, int(fqdn["port"]), *target))
+                    proxy, target_port = target
+                    names[hostname] = address
+                    dials.append((address, int(fqdn["port"]), proxy.netns, target_port))
         for envoy in envoys:
             for replica in self.replicas.get(cluster, []):
                 self._relay(envoy.netns, replica.address, replica.port, replica.netns, replica.port)
             for address, port, to, target_port in dials:
-                self._relay(envoy.netns, address, port, to.netns, target_port)
+                self._relay(envoy.netns, address, port, to, target_port)
             pods.write_hosts(envoy.root, names)
 
     def _relay(

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from e2e.controlplane import envoygateway, pods
+from e2e.controlplane import envoygateway, internet, pods
 from e2e.controlplane.clusters import Cluster, place_binary
 from e2e.controlplane.kube import ApiError, Obj, controller_ref
 from e2e.controlplane.processes import Namespace, Process, Supervisor
@@ -201,6 +201,7 @@ class Proxies:
                 _ENTER_ROOT,
                 "pod",
                 str(root),
+                str(internet.trust_store()),
                 pods.user(spec, container),
                 "env",
                 "-i",
@@ -252,7 +253,8 @@ def on(cluster: str) -> Proxies:
 
 
 # In the pod's own mount namespace: the machine's /usr (Envoy's C library, read through
-# the merged-/usr links /lib and /lib64), its CA bundle where Envoy's image keeps one
+# the merged-/usr links /lib and /lib64), the system trust store (the machine's, plus the
+# played internet's public CA: internet.py) where Envoy's image keeps one
 # (Envoy Gateway names /etc/ssl/certs/ca-certificates.crt for a Backend that trusts the
 # system's CAs, internal/utils/cert/cert.go:12 at v1.8.3), /dev (/dev/null, the access
 # log's /dev/stdout) and /proc under the root, then the command as the pod's user
@@ -260,12 +262,12 @@ def on(cluster: str) -> Proxies:
 # container's user (libcontainer fixStdioPermissions), so Envoy can open /dev/stdout.
 _ENTER_ROOT = """
 set -e
-root=$1; user=$2; shift 2
+root=$1; certs=$2; user=$3; shift 3
 chown "${user#--userspec=}" /proc/self/fd/1 /proc/self/fd/2
 for d in usr dev proc etc/ssl/certs; do mkdir -p "$root/$d"; done
 ln -sfn usr/lib "$root/lib"; ln -sfn usr/lib64 "$root/lib64"
 mount --rbind /usr "$root/usr"
-mount --bind -o ro /etc/ssl/certs "$root/etc/ssl/certs"
+mount --bind -o ro "$certs" "$root/etc/ssl/certs"
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 exec chroot "$user" "$root" "$@"

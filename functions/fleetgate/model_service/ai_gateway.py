@@ -50,7 +50,10 @@ GATEWAY_API: Final = "gateway.networking.k8s.io"
 # header_mutator.go:119-123 at v1.1.0): x-ai-eg-model, the caller's model name
 # (<namespace>/<service>), still reaches the provider (see SECURITY.md), as
 # do x-fleetgate-tier and x-fleetgate-endpoint: a header a backend sets cannot
-# also be removed.
+# also be removed. Nor does x-envoy-external-address go: Envoy ignores an
+# external processor's change to an x-envoy-* header unless its mutation_rules
+# allow it, which AI Gateway v1.1.0 never sets (shown by make e2e's failover
+# drill; SECURITY.md). It stays listed for an AI Gateway that does.
 THIRD_PARTY_REMOVED: Final = (
     CALLER_HEADER,
     GATEWAY_HEADER,
