@@ -410,13 +410,12 @@ def test_packaged_function_answers_over_mutual_tls(
 def test_packaged_function_holds_its_package_data(
     unpacked: tuple[str, Path, dict[str, Any]],
 ) -> None:
-    """The GAIE CRDs the stack installs are package data: the image must carry them."""
+    """The GAIE CRDs the stack installs are package data: the image must carry each one."""
     _, root, _ = unpacked
     folder = root / wheels.SITE / "fleetgate" / "inference_cluster" / gaie_crds.FOLDER
-    shipped = sorted(p.name for p in folder.glob("*.json"))
-    assert len(shipped) == 3, shipped
-    for name in shipped:
-        assert json.loads((folder / name).read_text())["kind"] == "CustomResourceDefinition"
+    shipped = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    assert shipped == gaie_crds.crds(), [crd["metadata"]["name"] for crd in shipped]
+    assert {crd["kind"] for crd in shipped} == {"CustomResourceDefinition"}
 
 
 def listening_ports(pid: int) -> set[int]:
