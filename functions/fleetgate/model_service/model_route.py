@@ -234,6 +234,7 @@ def _verdict(rec: Reconcile, keys: RouteKeys) -> tuple[str, str] | None:
 
 
 TIERS = "StrictTiers"
+TIERS_PENDING = "Envoy Gateway has not reported on the patch yet"
 
 
 def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
@@ -250,7 +251,10 @@ def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
     (``Invalid``) (Envoy Gateway v1.8.3 internal/xds/translator/jsonpatch.go:99-106,
     157-169; internal/gatewayapi/status/envoypatchpolicy.go:18-51).
     """
-    observed = rec.observed(keys.tiers if keys else "").remote
+    if keys is None:  # no route composed yet, so no patch either
+        rec.condition(TIERS, "False", "Pending", TIERS_PENDING)
+        return
+    observed = rec.observed(keys.tiers).remote
     accepted = observed.entry_conditions("ancestors", "Accepted")
     programmed = observed.entry_conditions("ancestors", "Programmed")
     refused = next((c for c in accepted if c.get("status") != "True"), None)
@@ -262,7 +266,7 @@ def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
     elif accepted and programmed:
         rec.condition(TIERS, "True", "Programmed", "priority tiers are strict")
     else:
-        rec.condition(TIERS, "False", "Pending", "Envoy Gateway has not reported on the patch yet")
+        rec.condition(TIERS, "False", "Pending", TIERS_PENDING)
 
 
 def _report_alerts(rec: Reconcile) -> None:
