@@ -26,6 +26,7 @@ from fleetgate.core.constants import (
     TIER_HEADER,
 )
 from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
+from fleetgate.inference_gateway.builders import CALLER_ADDRESS_HEADER
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
@@ -327,6 +328,31 @@ def listener_policy_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list
         if xds.get("perConnectionBufferLimitBytes") != limit:
             buffered = xds.get("perConnectionBufferLimitBytes")
             problems.append(f"{gw.name}: route {_name(route)} buffers {buffered}")
+    return problems
+
+
+def address_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """No fleet gateway listener forwards the caller's address to any backend.
+
+    Envoy stamps ``x-envoy-external-address`` on every external request; only
+    the route configuration's own ``request_headers_to_remove`` takes it off
+    (the patch Fleetgate composes, applied by Envoy Gateway's translator).
+    """
+    problems = []
+    for gw in fleet_gateways(fleet):
+        configs = {
+            config.get("name"): config
+            for config in clusters[gw.provider_config].result.route_configs(
+                gw.gateway, SYSTEM_NAMESPACE
+            )
+        }
+        for section in ("http", "https") if gw.tls else ("http",):
+            name = f"{SYSTEM_NAMESPACE}/{gw.gateway}/{section}"
+            removed = (configs.get(name) or {}).get("requestHeadersToRemove") or []
+            if CALLER_ADDRESS_HEADER not in removed:
+                problems.append(
+                    f"{gw.name}: route configuration {name} forwards the caller's address"
+                )
     return problems
 
 
@@ -834,6 +860,9 @@ CHECKS = {
     ),
     "egctl: every request's usage record names its caller and the tier that served it": (
         usage_record_problems
+    ),
+    "egctl: no listener forwards the caller's address (x-envoy-external-address)": (
+        address_problems
     ),
     "egctl: one cluster per model route": cluster_problems,
     "egctl: each backend in its route's cluster with the priority planned": priority_problems,

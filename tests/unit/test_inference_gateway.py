@@ -47,6 +47,7 @@ FRONT_DOOR = {
     "listener-policy": "ClientTrafficPolicy",
     "healthz-filter": "HTTPRouteFilter",
     "healthz-route": "HTTPRoute",
+    "address-hidden": "EnvoyPatchPolicy",
 }
 AUTH = {"caller-auth": "SecurityPolicy", "healthz-auth": "SecurityPolicy"}
 
@@ -317,6 +318,55 @@ def test_tls_gateway_serves_https_for_its_hostname_from_the_projected_copy() -> 
     assert gateway["infrastructure"] == {
         "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy", "name": GW}
     }
+
+
+@pytest.mark.parametrize(("full", "listeners"), [(False, ["http"]), (True, ["http", "https"])])
+def test_no_backend_learns_the_callers_address(full: bool, listeners: list[str]) -> None:
+    """Envoy stamps x-envoy-external-address on every external request; each listener's
+    route configuration removes it before any backend (a third party above all) sees it."""
+    out = fleet(full=full).settled()
+    patch = manifest(out.desired["address-hidden"])
+    assert patch["spec"]["targetRef"] == {
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+        "name": GW,
+    }
+    assert patch["spec"]["type"] == "JSONPatch"
+    assert patch["spec"]["jsonPatches"] == [
+        {
+            "type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+            "name": f"fleetgate-system/{GW}/{listener}",
+            "operation": {
+                "op": "add",
+                "path": "/request_headers_to_remove",
+                "value": ["x-envoy-external-address"],
+            },
+        }
+        for listener in listeners
+    ]
+    assert out.conditions["CallerAddressHidden"][:2] == ("True", "Programmed")
+
+
+def test_a_refused_address_patch_is_said_and_warned_but_the_gateway_serves() -> None:
+    """An Envoy Gateway without patch policies leaks the caller's address: say so."""
+    settled = fleet(full=True).settled()
+    observed = echo(settled)
+    remote = observed["address-hidden"]["status"]["atProvider"]["manifest"]
+    remote["status"]["ancestors"][0]["conditions"] = [
+        {
+            "type": "Accepted",
+            "status": "False",
+            "reason": "Disabled",
+            "message": "EnvoyPatchPolicy is disabled in the EnvoyGateway configuration",
+        }
+    ]
+    out = fleet(full=True).run(observed)
+    status, reason, message = out.conditions["CallerAddressHidden"]
+    assert (status, reason) == ("False", "Disabled")
+    assert "x-envoy-external-address" in message
+    assert "disabled in the EnvoyGateway configuration" in message
+    assert any("caller's address" in w for w in out.warnings)
+    assert out.conditions["GatewayReady"][0] == "True"
 
 
 def test_gateway_class_is_the_clusters() -> None:

@@ -59,13 +59,9 @@ def attempt(priority: int, endpoint: str) -> Obj:
     }
 
 
-# What a third party never receives: the caller, the gateway, the caller's address.
-THIRD_PARTY_REMOVED = [
-    "x-fleetgate-caller",
-    "x-fleetgate-gateway",
-    "x-forwarded-for",
-    "x-envoy-external-address",
-]
+# What a third party never receives: the caller, the gateway, the caller's address
+# (Envoy's own x-envoy-external-address goes at the fleet gateway's listeners).
+THIRD_PARTY_REMOVED = ["x-fleetgate-caller", "x-fleetgate-gateway", "x-forwarded-for"]
 
 
 def backend(endpoint: str, **fields: Any) -> Obj:

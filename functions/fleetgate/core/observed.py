@@ -13,11 +13,12 @@ resource's protobuf Struct in place and converts only what is asked for.
 """
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 
 from fleetgate.core import structs
+from fleetgate.core.verdict import Verdict
 
 
 def dig(obj: Any, *keys: str) -> Any:
@@ -226,3 +227,34 @@ def configmap_value(observed: Observed, key: str) -> str | None:
     """A key of an observed ConfigMap, read through its Object; None until published."""
     value = observed.remote.get("data", key)
     return value if isinstance(value, str) and value.strip() else None
+
+
+PATCH_PENDING: Final = Verdict.no("Pending", "Envoy Gateway has not reported on the patch yet")
+
+
+def patch_applied(policy: Observed, purpose: str, applied: str) -> Verdict:
+    """Whether Envoy Gateway took, and applied, an EnvoyPatchPolicy (``policy`` as observed
+    on the cluster); ``purpose`` names what it is for, ``applied`` says what then holds.
+
+    Accepted alone is not enough: a patch whose target is missing from the xDS
+    (Envoy Gateway renames a cluster ``.../rule/0/backend/N`` as soon as one of
+    the rule's backends is invalid) stays Accepted and reads ``Programmed=False``
+    (``ResourceNotFound``), as does a patch the translator could not apply
+    (``Invalid``) (Envoy Gateway v1.8.3 internal/xds/translator/jsonpatch.go:99-106,
+    157-169; internal/gatewayapi/status/envoypatchpolicy.go:18-51). An Envoy
+    Gateway without ``extensionApis.enableEnvoyPatchPolicy`` refuses every patch
+    (``Accepted=False``, ``Disabled``). A refusal is also a warning: what the patch
+    is for does not hold.
+    """
+    accepted = policy.entry_conditions("ancestors", "Accepted")
+    programmed = policy.entry_conditions("ancestors", "Programmed")
+    refused = next((c for c in accepted if c.get("status") != "True"), None)
+    unapplied = next((c for c in programmed if c.get("status") != "True"), None)
+    for found, verdict in ((refused, "did not accept"), (unapplied, "accepted but did not apply")):
+        if found is not None:
+            reason = str(found.get("reason") or "NotApplied")
+            message = f"Envoy Gateway {verdict} EnvoyPatchPolicy {purpose}: {explanation(found)}"
+            return Verdict("False", reason, message, warn=True)
+    if accepted and programmed:
+        return Verdict("True", "Programmed", applied)
+    return PATCH_PENDING

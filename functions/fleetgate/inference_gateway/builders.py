@@ -17,6 +17,7 @@ from fleetgate.core.constants import (
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
+    SYSTEM_NAMESPACE,
     TIER_METADATA_KEY,
     TOTAL_TOKENS_KEY,
 )
@@ -31,6 +32,7 @@ ENVOY_GATEWAY_API: Final = f"{ENVOY_GATEWAY}/v1alpha1"
 GATEWAY_API: Final = "gateway.networking.k8s.io"
 GATEWAY_API_VERSION: Final = f"{GATEWAY_API}/v1"
 
+HTTP_LISTENER: Final = "http"
 HTTP_PORT: Final = 80
 HTTPS_PORT: Final = 443
 HEALTHZ_PATH: Final = "/healthz"
@@ -149,7 +151,12 @@ def gateway(
     """
     same_namespace = {"namespaces": {"from": "Same"}}
     listeners: list[dict[str, Any]] = [
-        {"name": "http", "protocol": "HTTP", "port": HTTP_PORT, "allowedRoutes": same_namespace}
+        {
+            "name": HTTP_LISTENER,
+            "protocol": "HTTP",
+            "port": HTTP_PORT,
+            "allowedRoutes": same_namespace,
+        }
     ]
     if tls_secrets:
         listeners.append(
@@ -184,6 +191,48 @@ def gateway(
             },
             "listeners": listeners,
         },
+    )
+
+
+# Envoy stamps the caller's address on every request from outside
+# (useRemoteAddress, which Envoy Gateway always sets) and forwards it to every
+# backend, third parties included. AI Gateway's header mutation cannot remove
+# it: Envoy ignores an external processor's change to an x-envoy-* header
+# unless the filter's mutation_rules allow it, and AI Gateway v1.1.0 sets none
+# (Envoy api/envoy/config/common/mutation_rules/v3/mutation_rules.proto).
+# The route configuration's own header rules can (make e2e's failover drill).
+CALLER_ADDRESS_HEADER: Final = "x-envoy-external-address"
+
+
+def address_hidden(names: GatewayNames, listeners: Sequence[str]) -> Manifest:
+    """No backend learns the caller's address: Envoy's own stamp removed on every listener.
+
+    A patch, because no Gateway API or Envoy Gateway field reaches the route
+    configuration's ``request_headers_to_remove``, and the HTTPRoutes that
+    serve models are AI Gateway's to write. Envoy Gateway names each listener's
+    route configuration ``<namespace>/<gateway>/<listener>`` (the plain-HTTP
+    one too, unless its XDSNameSchemeV2 runtime flag is on) and sets no header
+    removal of its own there (internal/xds/translator/listener.go:555-577,
+    internal/gatewayapi/listener.go:343 at v1.8.3). The http listener serves
+    models when the gateway has no TLS.
+    """
+    patches = [
+        {
+            "type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+            "name": f"{SYSTEM_NAMESPACE}/{names.gateway}/{listener}",
+            "operation": {
+                "op": "add",
+                "path": "/request_headers_to_remove",
+                "value": [CALLER_ADDRESS_HEADER],
+            },
+        }
+        for listener in listeners
+    ]
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "EnvoyPatchPolicy",
+        names.address_hidden,
+        spec={"targetRef": _gateway_ref(names), "type": "JSONPatch", "jsonPatches": patches},
     )
 
 

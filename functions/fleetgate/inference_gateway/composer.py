@@ -21,7 +21,7 @@ from fleetgate.core.governance import hold_rate_limits
 from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import configmap_value
+from fleetgate.core.observed import configmap_value, patch_applied
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.secrets import secret_patch
@@ -33,6 +33,8 @@ from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
 from fleetgate.inference_gateway.status import gateway_address, gateway_ready
 
 CONDITION = "GatewayReady"
+# Whether backends (third parties above all) are kept from the caller's address.
+ADDRESS_CONDITION = "CallerAddressHidden"
 CALLERS_CONDITION = "CallerKeysUnique"
 CLIENT_USAGES = ["client auth", "digital signature"]
 
@@ -243,6 +245,8 @@ class OnCluster(NamedTuple):
             tls_secrets=tls_copies,
         )
         self.put(naming.GATEWAY, listeners)
+        listener_names = [listener["name"] for listener in listeners["spec"]["listeners"]]
+        self.put(naming.ADDRESS_HIDDEN, builders.address_hidden(names, listener_names))
         self.put(naming.LISTENER_POLICY, builders.listener_policy(names, gateway.spec.limits))
         if held is None:
             failover = builders.failover_policy(
@@ -368,3 +372,9 @@ def _report(
     )
     rec.report(CONDITION, ready)
     rec.allow_ready(ready.status == "True")
+    hidden = patch_applied(
+        rec.observed(naming.ADDRESS_HIDDEN).remote,
+        "removing the caller's address (x-envoy-external-address) from forwarded requests",
+        "no backend receives the caller's address",
+    )
+    rec.report(ADDRESS_CONDITION, hidden)

@@ -29,8 +29,9 @@ LISTENER_POLICY = "listener-policy"
 HEALTHZ_FILTER = "healthz-filter"
 HEALTHZ_ROUTE = "healthz-route"
 HEALTHZ_AUTH = "healthz-auth"
+ADDRESS_HIDDEN = "address-hidden"
 # What serves from the projected Secrets (CALLER_KEYS, TLS), which are composed first
-SERVING = (GATEWAY, ENVOY_PROXY, CALLER_AUTH, FAILOVER, LISTENER_POLICY, "healthz-")
+SERVING = (GATEWAY, ENVOY_PROXY, CALLER_AUTH, FAILOVER, LISTENER_POLICY, "healthz-", ADDRESS_HIDDEN)
 FRONT_DOOR = (*SERVING, CALLER_KEYS, TLS)
 
 CLIENT_PKI = "client-"
@@ -108,6 +109,10 @@ class GatewayNames:
     @property
     def listener_policy(self) -> str:
         return names.object_name(self.prefix, "listener")
+
+    @property
+    def address_hidden(self) -> str:
+        return names.object_name(self.prefix, "address-hidden")
 
     @property
     def healthz(self) -> str:

@@ -44,22 +44,17 @@ AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
 ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
 GATEWAY_API: Final = "gateway.networking.k8s.io"
 # What a third party never receives: which tenant calls (the caller header) and
-# from where (Envoy appends the caller's address to X-Forwarded-For and sets
-# x-envoy-external-address, useRemoteAddress being on). AI Gateway's header
-# mutation cannot remove its own x-ai-eg-* headers (internal/headermutator/
-# header_mutator.go:119-123 at v1.1.0): x-ai-eg-model, the caller's model name
-# (<namespace>/<service>), still reaches the provider (see SECURITY.md), as
-# do x-fleetgate-tier and x-fleetgate-endpoint: a header a backend sets cannot
-# also be removed. Nor does x-envoy-external-address go: Envoy ignores an
-# external processor's change to an x-envoy-* header unless its mutation_rules
-# allow it, which AI Gateway v1.1.0 never sets (shown by make e2e's failover
-# drill; SECURITY.md). It stays listed for an AI Gateway that does.
-THIRD_PARTY_REMOVED: Final = (
-    CALLER_HEADER,
-    GATEWAY_HEADER,
-    "x-forwarded-for",
-    "x-envoy-external-address",
-)
+# from where (Envoy appends the caller's address to X-Forwarded-For,
+# useRemoteAddress being on). AI Gateway's header mutation cannot remove its
+# own x-ai-eg-* headers (internal/headermutator/header_mutator.go:119-123 at
+# v1.1.0): x-ai-eg-model, the caller's model name (<namespace>/<service>),
+# still reaches the provider (see SECURITY.md), as do x-fleetgate-tier and
+# x-fleetgate-endpoint: a header a backend sets cannot also be removed. Nor can
+# it remove Envoy's x-envoy-external-address: Envoy ignores an external
+# processor's change to an x-envoy-* header unless its mutation_rules allow it,
+# which AI Gateway v1.1.0 never sets. The fleet gateway's route configuration
+# removes that one for every backend (inference_gateway/builders.py).
+THIRD_PARTY_REMOVED: Final = (CALLER_HEADER, GATEWAY_HEADER, "x-forwarded-for")
 # The Secret key Envoy AI Gateway reads an API key from.
 API_KEY: Final = "apiKey"
 

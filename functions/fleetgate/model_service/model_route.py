@@ -9,12 +9,11 @@ ModelService to read back.
 """
 
 from collections.abc import Sequence
-from typing import Any
 
 from fleetgate.core.errors import InputError
 from fleetgate.core.governance import hold_rate_limits
 from fleetgate.core.kinds.route import ModelRoute, RouteBackend
-from fleetgate.core.observed import explanation
+from fleetgate.core.observed import PATCH_PENDING, explanation, patch_applied
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects, route_name
 from fleetgate.model_service.model_route_manifest import ACCEPTED
@@ -234,7 +233,6 @@ def _verdict(rec: Reconcile, keys: RouteKeys) -> tuple[str, str] | None:
 
 
 TIERS = "StrictTiers"
-TIERS_PENDING = "Envoy Gateway has not reported on the patch yet"
 
 
 def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
@@ -243,30 +241,14 @@ def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
     Without it (a platform's own Envoy Gateway without
     ``extensionApis.enableEnvoyPatchPolicy``) the route still serves, but a
     tier under ~72% healthy already sends a share to the next one.
-
-    Accepted alone is not enough: a patch whose target cluster is missing from
-    the xDS (Envoy Gateway renames it ``.../rule/0/backend/N`` as soon as one of
-    the rule's backends is invalid) stays Accepted and reads ``Programmed=False``
-    (``ResourceNotFound``), as does a patch the translator could not apply
-    (``Invalid``) (Envoy Gateway v1.8.3 internal/xds/translator/jsonpatch.go:99-106,
-    157-169; internal/gatewayapi/status/envoypatchpolicy.go:18-51).
     """
     if keys is None:  # no route composed yet, so no patch either
-        rec.condition(TIERS, "False", "Pending", TIERS_PENDING)
+        rec.report(TIERS, PATCH_PENDING)
         return
-    observed = rec.observed(keys.tiers).remote
-    accepted = observed.entry_conditions("ancestors", "Accepted")
-    programmed = observed.entry_conditions("ancestors", "Programmed")
-    refused = next((c for c in accepted if c.get("status") != "True"), None)
-    unapplied = next((c for c in programmed if c.get("status") != "True"), None)
-    if refused is not None:
-        _tiers_not_strict(rec, refused, "did not accept")
-    elif unapplied is not None:
-        _tiers_not_strict(rec, unapplied, "accepted but did not apply")
-    elif accepted and programmed:
-        rec.condition(TIERS, "True", "Programmed", "priority tiers are strict")
-    else:
-        rec.condition(TIERS, "False", "Pending", TIERS_PENDING)
+    policy = rec.observed(keys.tiers).remote
+    rec.report(
+        TIERS, patch_applied(policy, "for strict priority tiers", "priority tiers are strict")
+    )
 
 
 def _report_alerts(rec: Reconcile) -> None:
@@ -283,13 +265,6 @@ def _report_alerts(rec: Reconcile) -> None:
             f"the Prometheus Operator's CRDs?): {explanation(synced)}",
             "FailoverAlertsNotApplied",
         )
-
-
-def _tiers_not_strict(rec: Reconcile, found: dict[str, Any], verdict: str) -> None:
-    why = explanation(found)
-    message = f"Envoy Gateway {verdict} EnvoyPatchPolicy for strict priority tiers: {why}"
-    rec.condition(TIERS, "False", str(found.get("reason") or "NotApplied"), message)
-    rec.warning(message, "TiersNotStrict")
 
 
 def _not_accepted(rec: Reconcile, reason: str, message: str) -> None:
