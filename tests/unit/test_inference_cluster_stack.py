@@ -116,6 +116,9 @@ VALUES = [
         ("config", "envoyGateway", "extensionManager", "hooks", "xdsTranslator", "post"),
         ["Translation", "Cluster", "Route"],
     ),
+    # Limits hold while the rate-limit service cannot answer: nothing unanswered passes.
+    ("envoy-gateway", ("config", "envoyGateway", "rateLimit", "failClosed"), True),
+    ("envoy-gateway", ("config", "envoyGateway", "rateLimit", "timeout"), "100ms"),
     # The callers' limits: refused without a backend (backendtrafficpolicy.go:1439-1444).
     (
         "envoy-gateway",

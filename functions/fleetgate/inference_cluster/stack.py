@@ -187,10 +187,20 @@ INFERENCE_POOL_ADDON: Final = Addon(
 )
 
 
+# A caller's limits and budgets are the platform's spend control: a request the
+# rate-limit service did not answer for is refused (500), not let through as
+# Envoy Gateway would by default (failClosed false: api/v1alpha1/
+# envoygateway_types.go:574-580, set as the filter's failure_mode_deny at
+# internal/xds/translator/ratelimit.go:152-154, v1.8.3). Failing closed, a slow
+# answer is a refusal too, so the wait is longer than Envoy Gateway's 20 ms.
+RATE_LIMIT_TIMEOUT: Final = "100ms"
+
+
 def _rate_limit_backend(redis: str) -> dict[str, Any]:
-    """Envoy Gateway's values for a Redis rate-limit backend at ``redis``."""
+    """Envoy Gateway's rate limiting, counted in Redis at ``redis``, failing closed."""
     backend = {"type": "Redis", "redis": {"url": redis}}
-    return {"config": {"envoyGateway": {"rateLimit": {"backend": backend}}}}
+    rate_limit = {"backend": backend, "failClosed": True, "timeout": RATE_LIMIT_TIMEOUT}
+    return {"config": {"envoyGateway": {"rateLimit": rate_limit}}}
 
 
 CHARTS: Final[tuple[Chart, ...]] = (
