@@ -99,11 +99,14 @@ def run(command: str, apply_fleet: bool = False) -> int:
             figures = {**st.timings, **converged}
             # Requests first, on the fleet as applied: the drills after them edit it.
             checks += traffic.drills(ControlPlane(st.cp, st.workloads, docs))
-            checks += _secret_drills(sup, st, needles, figures)
-            checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
+            # Limits next, while every caller of the fleet as applied holds its key.
             checks += _rate_limit_drills(
                 ControlPlane(st.cp, st.workloads, docs), STATE / "ratelimit-drill", figures
             )
+            checks += _secret_drills(
+                sup, st, needles, figures, traffic.prober(ControlPlane(st.cp, st.workloads, docs))
+            )
+            checks += _fleet_drills(ControlPlane(st.cp, st.workloads, docs), needles, figures)
             for refusal in refusals.refusals(st.cp, docs):
                 problem = refusals.attempt(st.cp, refusal)
                 print(f"refused: {refusal.name}" if problem is None else f"FAILED: {problem}")
@@ -196,16 +199,21 @@ def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> tuple[dict[str, float],
 
 
 def _secret_drills(
-    sup: processes.Supervisor, st: stack.Stack, needles: dict[str, str], figures: dict[str, float]
+    sup: processes.Supervisor,
+    st: stack.Stack,
+    needles: dict[str, str],
+    figures: dict[str, float],
+    probe: drills.Probe,
 ) -> list[bool]:
-    """Each Secret edit and each loss of a copy (e2e/controlplane/drills.py), then the search."""
+    """Each Secret edit and each loss of a copy (e2e/controlplane/drills.py), then the search;
+    a caller-key edit also by the public gateway's answers (``probe``)."""
     cp, workloads = st.cp, list(st.workloads.values())
 
     def restart_envoy_gateway(cluster: str) -> object:
         return sup.restart(f"{cluster}-envoy-gateway")
 
     performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
-        *((d.name, partial(drills.run, d, cp, workloads, needles)) for d in drills.DRILLS),
+        *((d.name, partial(drills.run, d, cp, workloads, needles, probe)) for d in drills.DRILLS),
         *(
             (d.name, partial(drills.lose, d, cp, workloads, needles, restart_envoy_gateway))
             for d in drills.LOSSES
@@ -221,6 +229,13 @@ def _secret_drills(
         figures[f"seconds until '{name}' reached the clusters and converged"] = round(
             outcome.seconds, 1
         )
+        if outcome.refused_after is not None:
+            print(f"  every removed caller key refused (401) {outcome.refused_after:.1f}s after")
+            figures[f"seconds until '{name}' refused the removed keys"] = round(
+                outcome.refused_after, 1
+            )
+        print("\n".join(f"  FAILED: {p}" for p in outcome.problems) or f"  passed: {name}")
+        checks.append(not outcome.problems)
         checks.append(_at_rest(f"after '{name}'", outcome.hits))
     return checks
 
@@ -298,7 +313,13 @@ def _rate_limit_drills(
     if cluster not in ratelimit.services():
         print(f"  FAILED: no rate-limit service runs on {cluster}")
         return [False]
-    outcome = ratelimit.drill(driver, driver.workloads[cluster], workdir)
+    outcome = ratelimit.drill(
+        driver,
+        driver.workloads[cluster],
+        workdir,
+        partial(traffic.asking, driver),
+        partial(traffic.spent, driver),
+    )
     figures[f"seconds until '{title}' loaded"] = round(outcome.seconds_to_load, 1)
     for line in outcome.observed:
         print(f"  {line}")

@@ -5,7 +5,9 @@ PUT of the whole Secret), or deletes it and creates it again; waits until the
 workload clusters hold what they now should (every new value, and no value
 that was replaced or revoked); waits for the fleet to converge again; and
 searches the control plane for every value any Secret has held: outside
-Secrets there must be none (issue 18).
+Secrets there must be none (issue 18). A caller-key Secret's edit is also
+judged by the public gateway's answers (``callers``): each key it no longer
+holds refused with 401, timed from the edit, and each key it holds answered.
 
 A loss deletes a Secret's copy on its workload cluster instead, as a person or
 a namespace clean-up would: provider-kubernetes creates it again with its
@@ -17,7 +19,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from e2e import secretsearch
 from e2e.controlplane import fleet
@@ -29,6 +31,8 @@ from sim import pki
 
 PUBLIC_HOSTNAME = "api.fleet.example.com"  # examples/fleet/30-gateways.yaml
 PROPAGATE_TIMEOUT_S = 240.0
+PROBE_INTERVAL_S = 0.25
+UNAUTHORIZED = 401
 CONVERGE_TIMEOUT_S = 300.0
 
 
@@ -54,11 +58,18 @@ class Drill:
     secret: str
     changes: dict[str, str | None]
     recreate: bool = False
+    callers: bool = False  # the public gateway's caller keys: judged by its answers too
 
 
 DRILLS = [
     Drill("credential rotated", "team-a", "openai", {"apiKey": "sk-fleet-rotated-openai-5e27b9"}),
-    Drill("caller key revoked", "fleetgate-system", "public-gateway-callers", {"team-b": None}),
+    Drill(
+        "caller key revoked",
+        "fleetgate-system",
+        "public-gateway-callers",
+        {"team-b": None},
+        callers=True,
+    ),
     # The public gateway's only caller-key Secret: while it is gone no key may stay on the
     # cluster, though the gateway's front door waits for keys (issue 52).
     Drill(
@@ -67,6 +78,7 @@ DRILLS = [
         "public-gateway-callers",
         {"team-a": "fg-key-team-a-reissued-9c3e51"},
         recreate=True,
+        callers=True,
     ),
     Drill(
         "credential Secret deleted and created again",
@@ -84,12 +96,20 @@ DRILLS = [
 ]
 
 
+# The public gateway's answer to a completion asked with a caller key: its HTTP status.
+Probe = Callable[[str], int]
+
+
 @dataclass(frozen=True)
 class Outcome:
     drill: str
     seconds: float
     holders: list[str]  # where on the workload clusters the new values were found
     hits: list[str]  # secret values at rest outside Secrets on the control plane
+    # Caller-key drills: seconds from the edit until every removed key was refused,
+    # and what the gateway answered that it should not have.
+    refused_after: float | None = None
+    problems: list[str] = field(default_factory=list)
 
 
 def _values_on(workloads: list[Cluster]) -> dict[str, list[str]]:
@@ -108,9 +128,29 @@ def _values(secret: Obj) -> list[str]:
     return [base64.b64decode(v).decode() for v in (secret.get("data") or {}).values()]
 
 
-def _delete(drill: Drill, cp: Cluster, workloads: list[Cluster], secret: Obj) -> None:
-    """Delete the Secret; wait until it is gone and none of its values is on a cluster."""
+def _refused(keys: list[str], probe: Probe, since: float) -> tuple[float | None, list[str]]:
+    """Poll until the gateway refuses every one of ``keys`` (401): the seconds since
+    ``since`` it took, or None and what it still answered when time ran out."""
+    waiting = list(keys)
+    while True:
+        waiting = [k for k in waiting if probe(k) != UNAUTHORIZED]
+        took = time.monotonic() - since
+        if not waiting:
+            return took, []
+        if took > PROPAGATE_TIMEOUT_S:
+            return None, [
+                f"a removed caller key ...{k[-6:]} was answered {probe(k)}, not 401, "
+                f"{took:.0f} s after the edit"
+                for k in waiting
+            ]
+        time.sleep(PROBE_INTERVAL_S)
+
+
+def _delete(drill: Drill, cp: Cluster, workloads: list[Cluster], secret: Obj) -> float:
+    """Delete the Secret; wait until it is gone and none of its values is on a cluster.
+    When the deletion was asked (monotonic seconds)."""
     values = _values(secret)
+    asked = time.monotonic()
     cp.admin.delete("v1", "Secret", drill.secret, drill.namespace)
 
     def gone() -> bool:
@@ -125,11 +165,21 @@ def _delete(drill: Drill, cp: Cluster, workloads: list[Cluster], secret: Obj) ->
         PROPAGATE_TIMEOUT_S,
         interval=2.0,
     )
+    return asked
 
 
-def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, str]) -> Outcome:
-    """Do ``drill``; ``needles`` gains its new values. Fails if the clusters never catch up."""
+def run(
+    drill: Drill,
+    cp: Cluster,
+    workloads: list[Cluster],
+    needles: dict[str, str],
+    probe: Probe,
+) -> Outcome:
+    """Do ``drill``; ``needles`` gains its new values. Fails if the clusters never catch up.
+    ``probe`` asks the public gateway with a caller key, for a ``callers`` drill."""
     start = time.monotonic()
+    refused_after: float | None = None
+    problems: list[str] = []
     secret = cp.admin.get("v1", "Secret", drill.secret, drill.namespace)
     if secret is None:
         raise RuntimeError(f"{drill.name}: Secret {drill.namespace}/{drill.secret} is missing")
@@ -144,8 +194,11 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
         if key in old_data
     }
     if drill.recreate:
-        _delete(drill, cp, workloads, secret)
+        deleted = _delete(drill, cp, workloads, secret)
         gone = _values(secret)
+        if drill.callers:
+            # While no Secret holds them, no key may be answered, whatever else waits.
+            refused_after, problems = _refused(gone, probe, deleted)
         meta = {
             k: secret["metadata"][k]
             for k in ("name", "namespace", "labels")
@@ -171,7 +224,10 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
     if drill.recreate:
         cp.admin.create(secret)
     else:
+        edited = time.monotonic()
         cp.admin.replace(secret)
+        if drill.callers:
+            refused_after, problems = _refused(gone, probe, edited)
 
     def caught_up() -> list[str]:
         held = _values_on(workloads)
@@ -187,8 +243,15 @@ def run(drill: Drill, cp: Cluster, workloads: list[Cluster], needles: dict[str, 
         interval=2.0,
     )
     fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+    if drill.callers:
+        # Every key the Secret holds now is answered (the gateway serves again).
+        for key, value in data.items():
+            answered = probe(base64.b64decode(value).decode())
+            if answered != 200:
+                problems.append(f"caller {key}'s key was answered {answered} once converged")
     took = time.monotonic() - start
-    return Outcome(drill.name, took, holders, fleet.secrets_at_rest(cp, needles))
+    hits = fleet.secrets_at_rest(cp, needles)
+    return Outcome(drill.name, took, holders, hits, refused_after, problems)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ This module gives each Envoy what it dials, nothing more:
   where a relay listens.
 * **Third parties.** Any other name a Backend dials is the public internet's:
   the provider stand-in internet.py runs for it, at its pod address.
+* **The rate-limit service.** Its Service's name, which Envoy Gateway gives
+  every Envoy as the rate-limit cluster, leads to the service's pod
+  (ratelimit.py) on the Envoy's own cluster, at its gRPC port.
 
 Relays copy TCP bytes (TLS and mutual TLS stay end to end) in this process's
 threads: they add latency a real network does not, so no figure of the data
@@ -39,7 +42,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from e2e.controlplane import internet, pods, proxies
+from e2e.controlplane import internet, pods, proxies, ratelimit
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj
 from e2e.controlplane.processes import Namespace, Process, Supervisor
@@ -179,6 +182,11 @@ class Network:
                     proxy, target_port = target
                     names[hostname] = address
                     dials.append((address, int(fqdn["port"]), proxy.netns, target_port))
+        limiter = ratelimit.on(cluster)
+        if limiter is not None:
+            names[ratelimit.HOSTNAME] = limiter.address
+            port = limiter.grpc_port
+            dials.append((limiter.address, port, limiter.netns, port))
         for envoy in envoys:
             for replica in self.replicas.get(cluster, []):
                 self._relay(envoy.netns, replica.address, replica.port, replica.netns, replica.port)

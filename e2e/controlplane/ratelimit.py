@@ -31,12 +31,16 @@ environment names (Envoy Gateway's xDS service, the Redis URL) resolves to
 127.0.0.1 in its root's ``/etc/hosts``, and the xDS port is forwarded to the
 same port in Envoy Gateway's namespace, as the Service would carry it.
 
+Each Envoy reaches the service by the name Envoy Gateway gives it (network.py
+relays it to this pod's gRPC port), over mutual TLS with the certificates
+both mount, and fails closed when it cannot (the stack's ``failClosed``).
+
 Real: the service's binary, its environment and certificates, the xDS
-configuration it loads and Redis counting against it. Not real: DNS (a hosts
-file), Redis's pod (one process on the URL's port; no network plugin enforces
-its NetworkPolicy), and
-Envoy, which would call the service: no Envoy binary is obtainable here, so a
-test calls the service itself with the descriptors Envoy would send
+configuration it loads, Redis counting against it and the Envoys calling it.
+Not real: DNS (a hosts file), Redis's pod (one process on the URL's port; no
+network plugin enforces its NetworkPolicy). Where a drill needs counts no
+request could reach in its time (a day's tokens, a month's budget) it calls
+the service itself with the descriptors Envoy would send
 (``should_rate_limit``, over the service's HTTP ``/json`` endpoint, which
 answers with the same ShouldRateLimit as its gRPC API; e2e/ratelimits.py
 computes the descriptors from the route's xDS).
@@ -44,16 +48,16 @@ computes the descriptors from the route's xDS).
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from e2e import ratelimits, translate
-from e2e.controlplane import envoygateway, pods
+from e2e.controlplane import envoygateway, pods, proxies
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj, wait_for
@@ -66,10 +70,14 @@ from fleetgate.core import governance, names
 from fleetgate.core.constants import (
     CALLER_HEADER,
     SYSTEM_NAMESPACE,
-    TOTAL_TOKENS_KEY,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.inference_cluster import stack
+
+if TYPE_CHECKING:  # traffic reaches this module through network: no import at run time
+    from e2e.controlplane.traffic import Answer
+
+    Asker = Callable[[str], Answer]  # a completion of a prompt, asked as one caller
 
 NAMESPACE = envoygateway.NAMESPACE
 # The Deployment Envoy Gateway provisions (InfraName, resource.go:96-97, v1.8.3).
@@ -78,7 +86,10 @@ CONFIG_KEY = "envoy-gateway.yaml"  # the chart's ConfigMap (templates/envoy-gate
 # The service's own defaults, for what the Deployment's environment leaves unset
 # (src/settings/settings.go:19-21 at the pinned version): HTTP (/json, /healthcheck)
 # and the debug listener (/rlconfig, src/service_cmd/runner/runner.go:172-179).
-DEFAULT_PORTS = {"PORT": 8080, "DEBUG_PORT": 6070}
+DEFAULT_PORTS = {"PORT": 8080, "DEBUG_PORT": 6070, "GRPC_PORT": 8081}
+# Where each Envoy dials the service: its Service's name and gRPC port (GetServiceURL,
+# internal/infrastructure/kubernetes/ratelimit/resource.go:113-115 at v1.8.3).
+HOSTNAME = f"{DEPLOYMENT}.{NAMESPACE}.svc.cluster.local"
 DEPLOYMENT_TIMEOUT_S = 180.0
 START_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 120.0
@@ -93,6 +104,8 @@ class Service:
     netns: Namespace
     http_port: int
     debug_port: int
+    grpc_port: int
+    address: str  # its pod address: where the network relays the Envoys' calls from
     process: Process
 
 
@@ -152,6 +165,8 @@ def start(sup: Supervisor, workload: Cluster, envoy_gateway: Namespace) -> Servi
         netns,
         int(env.get("PORT", DEFAULT_PORTS["PORT"])),
         int(env.get("DEBUG_PORT", DEFAULT_PORTS["DEBUG_PORT"])),
+        int(env.get("GRPC_PORT", DEFAULT_PORTS["GRPC_PORT"])),
+        pods.address(),
         proc,
     )
 
@@ -212,6 +227,11 @@ def _root(workload: Cluster, pod: Obj, container: Obj, hosts: Sequence[str]) -> 
 
 
 # --- a client, for tests --------------------------------------------------------------
+
+
+def on(cluster: str) -> Service | None:
+    """The rate-limit service of ``cluster``, if one runs."""
+    return _RUNNING.get(cluster)
 
 
 def running(cluster: Cluster | str) -> Service:
@@ -314,13 +334,16 @@ def wait_for_domain(
 # --- the drill ---------------------------------------------------------------------------
 
 # What the drill gives team-a/chat on the public gateway, besides that gateway's
-# own limits (examples/fleet/30-gateways.yaml): each caller 3 requests a minute,
-# team-b at most 1000 tokens a day.
+# own limits (examples/fleet/30-gateways.yaml): team-a 3 requests a minute, team-b at
+# most 1000 tokens a day.
 SERVICE: XRKey = ("ModelService", "team-a", "chat")
 GATEWAY = "public"
 CALLERS = ("team-a", "team-b")
 LIMITS = (
-    ({"requests": 3, "per": "Minute"}, "3 requests/Minute for each caller"),
+    (
+        {"requests": 3, "per": "Minute", "callers": ["team-a"]},
+        "3 requests/Minute for each of team-a",
+    ),
     ({"tokens": 1000, "per": "Day", "callers": ["team-b"]}, "1000 tokens/Day for each of team-b"),
 )
 # The live objects of the kinds that make up a gateway's xDS, for egctl.
@@ -384,6 +407,17 @@ def _counted(sent: Sequence[Descriptor], metadata_key: str) -> Descriptor:
     return found
 
 
+def _remaining(answer: Obj) -> int:
+    """What is left of the monthly budget, by an answer of the service."""
+    return min(int(s.get("limitRemaining", 0)) for s in _month(answer))
+
+
+def _month(answer: Obj) -> list[Obj]:
+    """The statuses of an answer's monthly limits."""
+    statuses = answer.get("statuses") or []
+    return [s for s in statuses if s.get("currentLimit", {}).get("unit") == "MONTH"]
+
+
 def _code(answer: Obj, index: int | None = None) -> str:
     if index is None:
         return str(answer.get("overallCode"))
@@ -401,17 +435,29 @@ def _monthly_budget(driver: ControlPlane) -> ResolvedLimit:
     return budget
 
 
-def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcome:
+def drill(
+    driver: ControlPlane,
+    workload: Cluster,
+    workdir: Path,
+    asking: "Callable[[str], Asker]",
+    spent: Callable[[str], dict[str, int]],
+) -> DrillOutcome:
     """team-a/chat limited on the public gateway, counted by the real rate-limit service.
 
     The ModelService's limits and the gateway's reach Envoy Gateway as composed
-    policies; the service loads what Envoy Gateway serves it; the descriptors
-    sent are what the translated xDS says Envoy would send for each caller
-    (e2e/ratelimits.py). Then: a caller's fourth request of the minute is
-    refused and another caller's first is not; tokens counted as responses end
-    use up team-b's day, and its next request is refused while team-a's are
-    not; the gateway's monthly cost budget holds for the month and is each
-    caller's own. The restriction is lifted at the end.
+    policies; the service loads what Envoy Gateway serves it. Then, through the
+    gateway's Envoy (``asking(caller)`` asks it as that caller): team-a's fourth
+    request of the minute is refused with 429, the JSON body naming the model
+    and the rule with the X-RateLimit-* values, while team-b's first is
+    answered; team-b's answers, counted by their usage as each ends, use up
+    its 1000 tokens a day, and its next request is refused for them. The
+    gateway's monthly cost budget (no request could use it up in the drill's
+    time) is asked of the service directly, with the descriptors the
+    translated xDS says Envoy sends (e2e/ratelimits.py): what each caller's
+    answers from the fleet's engines cost (``spent``, by the usage records) is
+    counted against it (a third party's answers are not: a known defect,
+    printed); it holds for the month and is each caller's own. The restriction
+    is lifted at the end.
     """
     gateway = names.fleet_gateway(GATEWAY)
     started = time.monotonic()
@@ -440,49 +486,53 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
     own, shared = f"{SYSTEM_NAMESPACE}/{gateway}/https", f"{SYSTEM_NAMESPACE}/{gateway}-failover"
     for domain in (own, shared):
         wait_for_domain(workload, domain, containing=route_name if domain == own else "")
+    envoy = proxies.on(workload.name).of(f"{SYSTEM_NAMESPACE}/{gateway}")
+    for caller in CALLERS:
+        wait_for(
+            f"the public gateway's Envoy to send {caller}'s descriptors as translated",
+            lambda caller=caller: _envoy_sends(envoy, route_name, domains, caller) == sent[caller],
+            LOAD_TIMEOUT_S,
+        )
     loaded = time.monotonic() - started
     for caller, by_domain in sent.items():
         if sorted(by_domain) != sorted([own, shared]):
             problems.append(f"{caller}'s requests go to the domains {sorted(by_domain)}")
             return DrillOutcome(problems, loaded, [])
+    said, found = _requests_and_tokens(asking("team-a"), asking("team-b"))
+    problems += found
 
     def ask(caller: str, domain: str) -> Obj:
         return should_rate_limit(workload, domain, _request_descriptors(sent[caller][domain]))
 
-    # Requests: team-a's fourth of the minute is over its limit; team-b's first is not.
-    codes = [_code(ask("team-a", own)) for _ in range(4)] + [_code(ask("team-b", own))]
-    if codes != ["OK", "OK", "OK", "OVER_LIMIT", "OK"]:
-        problems.append(f"3 requests a minute each: team-a x4 then team-b answered {codes}")
-    # Tokens: only team-b's requests carry the token limit; two answers of 600 tokens
-    # use up its 1000 a day, and its next request is refused on the token limit.
-    if any(d.on_stream_done for d in sent["team-a"][own]):
-        problems.append(f"team-a's requests count tokens against team-b's limit: {sent['team-a']}")
-    tokens = _counted(sent["team-b"][own], TOTAL_TOKENS_KEY)
-    for _ in range(2):
-        should_rate_limit(workload, own, [tokens._replace(hits_addend=600)])
-    check = _request_descriptors(sent["team-b"][own])
-    token_check = next(i for i, d in enumerate(check) if d.hits_addend == 0)
-    answer = should_rate_limit(workload, own, check)
-    if _code(answer, token_check) != "OVER_LIMIT":
-        problems.append(f"team-b past 1000 tokens a day is not refused: {answer}")
-    # Cost: the gateway's monthly budget, each caller apart: answers costing one unit
-    # less than the budget leave team-a under it, one more unit puts it over.
+    # Cost: the gateway's monthly budget counts what each caller's answers cost, as
+    # their usage records price them (team-a's include the traffic drills' answers from
+    # a priced tier). Each caller apart: answers costing one unit less than what is left
+    # leave team-b under it, one more unit puts it over, and team-a is not. (team-b, as
+    # the drills after this one leave it no key: a month over budget stays so.)
     budget = _monthly_budget(driver)
     amount, key = governance.counter(budget)
-    cost = _counted(sent["team-a"][shared], str(key))
-    should_rate_limit(workload, shared, [cost._replace(hits_addend=amount - 1)])
-    before = ask("team-a", shared)
+    left = {c: _remaining(ask(c, shared)) for c in CALLERS}
+    counted = {c: amount - left[c] for c in CALLERS}
+    by_tier = {c: spent(c) for c in CALLERS}
+    priced = {c: sum(by_tier[c].values()) for c in CALLERS}
+    # Known defect (SECURITY.md): an answer from a third party is not counted, as its
+    # request no longer holds the caller header when the response ends.
+    local = {c: by_tier[c].get(LOCAL_TIER, 0) for c in CALLERS}
+    if any(not local[c] <= counted[c] <= priced[c] for c in CALLERS):
+        problems.append(f"the budget counted {counted}, the usage records priced {by_tier}")
+    if counted != priced:
+        print(f"  known defect: third-party answers uncounted: counted {counted}, priced {by_tier}")
+    cost = _counted(sent["team-b"][shared], str(key))
+    should_rate_limit(workload, shared, [cost._replace(hits_addend=left["team-b"] - 1)])
+    before = ask("team-b", shared)
     should_rate_limit(workload, shared, [cost._replace(hits_addend=2)])
-    after, other = ask("team-a", shared), ask("team-b", shared)
+    after, other = ask("team-b", shared), ask("team-a", shared)
     if (_code(before), _code(after), _code(other)) != ("OK", "OVER_LIMIT", "OK"):
         problems.append(
-            f"{budget.cost} a month: team-a before/after, team-b: {before}, {after}, {other}"
+            f"{budget.cost} a month: team-b before/after, team-a: {before}, {after}, {other}"
         )
-    month = [
-        s for s in after.get("statuses") or [] if s.get("currentLimit", {}).get("unit") == "MONTH"
-    ]
-    reset = max((int(str(s.get("durationUntilReset", "0s")).rstrip("s")) for s in month), default=0)
-    if not month or not 0 < reset <= 30 * 86_400:
+    resets = [int(str(s.get("durationUntilReset", "0s")).rstrip("s")) for s in _month(after)]
+    if not resets or not 0 < max(resets) <= 30 * 86_400:
         problems.append(f"the monthly budget's window: {after}")
     problems += redis_admission_problems(workload)
     driver.patch_spec(SERVICE, {"access": None})
@@ -490,14 +540,95 @@ def drill(driver: ControlPlane, workload: Cluster, workdir: Path) -> DrillOutcom
         f"{SERVICE[1]}/{SERVICE[2]} open again",
         lambda: restricted(driver, SERVICE, GATEWAY, None, ()),
     )
-    observed = [
-        f"3 requests a minute each, team-a x4 then team-b: {' '.join(codes)}",
-        f"team-b after 1200 of its 1000 tokens a day: {_code(answer, token_check)}",
-        f"cost {budget.cost} a month ({amount} units of {key}): team-a one unit under, "
-        f"then over, team-b: {_code(before)} {_code(after)} {_code(other)}; "
-        f"the window resets in {reset} s",
+    said.append(
+        f"cost {budget.cost} a month ({amount} units of {key}; counted {counted}, priced "
+        f"by the usage records {priced}): team-b one unit under, then over, team-a: "
+        f"{_code(before)} {_code(after)} {_code(other)}; the window resets in "
+        f"{max(resets, default=0)} s"
+    )
+    return DrillOutcome(problems, loaded, said)
+
+
+# The tier of team-a/chat's engines on the fleet's clusters; its tier 1 is a third party.
+LOCAL_TIER = "0"
+# A prompt the engine stand-in counts as 300 tokens, and answers with 302 more.
+LONG_PROMPT = " ".join(["token"] * 300)
+# How long Envoy may take to count an answer's tokens once it ended (it sends them as
+# the stream closes, after the caller has the answer).
+COUNTED_TIMEOUT_S = 10.0
+
+
+def _requests_and_tokens(team_a: "Asker", team_b: "Asker") -> tuple[list[str], list[str]]:
+    """Requests through the gateway: team-a's fourth of the minute refused, team-b's first
+    answered; then team-b's answers using up its tokens for the day. What was seen, and
+    what was wrong."""
+    problems = []
+    # The service's windows turn on the minute; five requests take well under a second.
+    if (into := time.time() % 60) > 55:
+        time.sleep(60 - into + 0.1)
+    answers = [team_a(f"request {n}") for n in range(1, 5)] + [team_b("request 1")]
+    codes = [a.status for a in answers]
+    if codes != [200, 200, 200, 429, 200]:
+        problems.append(f"3 requests a minute for team-a: team-a x4 then team-b answered {codes}")
+    problems += _refusal_problems(answers[3], "3, 3;w=60", 60)
+    spent = [team_b(LONG_PROMPT).status for _ in range(2)]
+    if spent != [200, 200]:
+        problems.append(f"team-b's first 1200 tokens were answered {spent}")
+    deadline = time.monotonic() + COUNTED_TIMEOUT_S
+    while (refused := team_b("one more")).status == 200 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    problems += _refusal_problems(refused, "1000, 1000;w=86400", 86_400)
+    said = [
+        f"team-a x4 then team-b, through the gateway: {' '.join(map(str, codes))}",
+        f"team-a's 429: {answers[3].body}",
+        f"team-b after two answers of 602 tokens against its 1000 a day: {refused.status} "
+        f"{refused.body}",
     ]
-    return DrillOutcome(problems, loaded, observed)
+    return said, problems
+
+
+def _envoy_sends(envoy: proxies.Proxy, route_name: str, domains: list[str], caller: str) -> Obj:
+    """What the Envoy, as loaded now, sends for ``caller``'s request on the AIGatewayRoute
+    ``route_name``: its descriptors by domain (what its admin's config dump holds)."""
+    prefix = f"httproute/{SYSTEM_NAMESPACE}/{route_name}/rule/0/"
+    status, body = envoy.admin("/config_dump?resource=dynamic_route_configs")
+    if status != 200:
+        return {}
+    configs = [c.get("route_config") or {} for c in json.loads(body).get("configs") or []]
+    loaded = [r for name, r in ratelimits.routes(configs).items() if name.startswith(prefix)]
+    if len(loaded) != 1:
+        return {}
+    return ratelimits.descriptors(loaded[0], {CALLER_HEADER: caller}, domains)
+
+
+def _refusal_problems(answer: "Answer", limit: str, window_s: int) -> list[str]:
+    """What is wrong with a 429 Envoy answered for a per-caller limit of team-a/chat:
+    ``limit`` as Envoy's X-RateLimit-Limit gives it, of a window of ``window_s``. Envoy's
+    rate-limit headers do not reach the client through the response override that writes
+    the JSON body (seen here: nor did headers the override set from them with
+    ``%RESP(...)%``); their values are in the body, which names the model and the rule and
+    nothing of anyone else."""
+    error = answer.body.get("error") or {}
+    wanted = {
+        "type": "rate_limit_exceeded",
+        "code": "caller_limit",
+        "model": f"{SERVICE[1]}/{SERVICE[2]}",
+    }
+    problems = [
+        f"the 429 body's {k} is {error.get(k)!r}, not {v!r}"
+        for k, v in wanted.items()
+        if error.get(k) != v
+    ]
+    resets = str(error.get("resets_in_seconds"))
+    if answer.status != 429 or not str(error.get("limit")).startswith(limit):
+        problems.append(f"not a 429 for {limit}: {answer}")
+    elif not (resets.isdigit() and 0 < int(resets) <= window_s):
+        problems.append(f"the 429 does not say when its {window_s} s window turns: {answer}")
+    # The model's name holds its namespace, team-a: everything else names no caller.
+    told = json.dumps({k: v for k, v in error.items() if k != "model"})
+    if any(caller in told for caller in CALLERS):
+        problems.append(f"the 429 body tells of a caller: {answer.body}")
+    return problems
 
 
 def redis_admission_problems(workload: Cluster) -> list[str]:

@@ -12,6 +12,7 @@ trusts exactly the certificate the gateway's TLS Secret holds.
 """
 
 import base64
+import itertools
 import json
 import math
 import ssl
@@ -20,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from functools import cached_property, partial
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx2
@@ -29,10 +31,15 @@ import openai
 from e2e.controlplane import internet, network, proxies
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
+from e2e.fleet import XRKey
+from e2e.fleetdrills import restricted
+from fleetgate.core.constants import SYSTEM_NAMESPACE
 
 GATEWAY = "public"  # the example fleet's TLS gateway with caller keys
 MODEL = "team-a/chat"
+SERVICE: XRKey = ("ModelService", "team-a", "chat")
 CALLER = "team-a"
+OTHER_CALLER = "team-b"
 FALLBACK = "openai-fallback"  # team-a/chat's tier 1, a third party
 # What a third party is never told: who calls, through which gateway, from where
 # (Envoy's own stamp of the caller's address last).
@@ -65,6 +72,11 @@ class Front:
         """The Envoy listener's port (Envoy Gateway maps a privileged one up by 10000)."""
         return service_port + 10000 if service_port < 1024 else service_port
 
+    @cached_property
+    def forwarded(self) -> int:
+        """One port-forward to the https listener, shared by every client."""
+        return self.proxy.netns.publish(self.port(HTTPS))
+
     def client(self, key: str) -> openai.OpenAI:
         context = ssl.create_default_context(cadata=self.certificate)
         # The gateway's own certificate is the trust anchor: its CA is not published.
@@ -85,40 +97,34 @@ class _Forwarded(httpx2.HTTPTransport):
     def __init__(self, front: Front, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.front = front
-        self.local = front.proxy.netns.publish(front.port(HTTPS))
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        request.url = request.url.copy_with(host="127.0.0.1", port=self.local)
+        request.url = request.url.copy_with(host="127.0.0.1", port=self.front.forwarded)
         request.extensions = {**request.extensions, "sni_hostname": self.front.hostname}
         return super().handle_request(request)
 
 
-def _front(driver: ControlPlane) -> Front:
+def public_gateway(driver: ControlPlane) -> Front:
+    """The public gateway, with the certificate and caller keys its Secrets on the control
+    plane hold now (drills replace and revoke them)."""
     (route,) = (r for r in driver.routes() if r.gateway == GATEWAY and r.service[2] == "chat")
-    gateway = next(d for d in driver.docs if d["kind"] == "InferenceGateway")
-    spec = gateway["spec"]
-    secrets = {d["metadata"]["name"]: d for d in driver.docs if d["kind"] == "Secret"}
+    spec = driver.xrs()[("InferenceGateway", "", GATEWAY)]["spec"]
     (tls,) = spec["tls"]["certificateRefs"]
-    callers = next(
-        s
-        for s in secrets.values()
-        if (s["metadata"].get("labels") or {}).items()
-        >= spec["auth"]["secretSelector"]["matchLabels"].items()
-    )
-    proxy = proxies.on(route.cluster).of(f"fleetgate-system/fleetgate-gw-{GATEWAY}")
-    return Front(
-        spec["hostname"],
-        proxy,
-        _string_data(secrets[tls["name"]])["tls.crt"],
-        _string_data(callers),
-    )
+    namespace = SYSTEM_NAMESPACE
+    labels = spec["auth"]["secretSelector"]["matchLabels"]
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    keys = {
+        caller: key
+        for secret in driver.cp.admin.list("v1", "Secret", namespace, selector=selector)
+        for caller, key in _data(secret).items()
+    }
+    certificate = driver.cp.admin.get("v1", "Secret", tls["name"], namespace)
+    proxy = proxies.on(route.cluster).of(f"{namespace}/fleetgate-gw-{GATEWAY}")
+    return Front(spec["hostname"], proxy, _data(certificate or {})["tls.crt"], keys)
 
 
-def _string_data(secret: Obj) -> dict[str, str]:
-    found = dict(secret.get("stringData") or {})
-    for key, value in (secret.get("data") or {}).items():
-        found[key] = base64.b64decode(value).decode()
-    return found
+def _data(secret: Obj) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
 
 def _engine_took(driver: ControlPlane, prompt: str) -> bool:
@@ -133,18 +139,43 @@ def _engine_took(driver: ControlPlane, prompt: str) -> bool:
     return False
 
 
-def _wait_serving(front: Front) -> None:
-    """Until the gateway answers the model (Envoy has loaded its listeners and routes)."""
+def prober(driver: ControlPlane) -> Callable[[str], int]:
+    """What the public gateway answers a completion asked with a caller key: its status
+    (0 when no answer came at all)."""
+    public = public_gateway(driver)
+    clients: dict[str, openai.OpenAI] = {}
+
+    def status(key: str) -> int:
+        client = clients.setdefault(key, public.client(key))
+        try:
+            return ask(client, "who am I").status
+        except openai.APIConnectionError:
+            return 0
+
+    return status
+
+
+def _wait_serving(front: Front, driver: ControlPlane) -> None:
+    """Until an engine of tier 0 answers the model through the gateway: Envoy has loaded
+    its listeners and routes, and the cluster gateways and engines are up. Until then the
+    gateway may well answer from tier 1, as it should: a tier-0 host it failed to reach
+    while the clusters came up stays ejected for the outlier detection's ejection time."""
     client = front.client(front.keys[CALLER])
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while True:
+    for attempt in itertools.count():
+        prompt = f"are you there? {attempt}"
         try:
-            client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "?"}])
-            return
+            client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": prompt}]
+            )
+            if _engine_took(driver, prompt):
+                return
+            seen = "an answer from another tier"
         except (openai.APIError, OSError) as err:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the public gateway never answered {MODEL}: {err}") from err
-            time.sleep(1.0)
+            seen = str(err)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no tier-0 engine answered {MODEL} through the gateway: {seen}")
+        time.sleep(1.0)
 
 
 def completion(front: Front, driver: ControlPlane) -> list[str]:
@@ -198,6 +229,82 @@ def refusals(front: Front) -> list[str]:
     status, _ = front.proxy.netns.request(front.port(HTTP), "GET", "/v1/models")
     if status != 404:
         problems.append(f"/v1/models on port {HTTP} answered {status}, not 404")
+    return problems
+
+
+class Answer(NamedTuple):
+    """What the gateway answered: the status, and for a refusal its JSON body and headers."""
+
+    status: int
+    body: Obj
+    headers: dict[str, str]
+
+
+def ask(client: openai.OpenAI, prompt: str) -> Answer:
+    """A completion of ``prompt`` asked of ``MODEL``."""
+    try:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+    except openai.APIStatusError as err:
+        headers = {k.lower(): v for k, v in err.response.headers.items()}
+        try:
+            return Answer(err.status_code, dict(err.response.json()), headers)
+        except ValueError:
+            return Answer(err.status_code, {"unparsed": err.response.text}, headers)
+    return Answer(200, {}, {})
+
+
+def asking(driver: ControlPlane, caller: str) -> Callable[[str], Answer]:
+    """``ask`` as ``caller``, with the key its Secret holds now."""
+    public = public_gateway(driver)
+    client = public.client(public.keys[caller])
+    return lambda prompt: ask(client, prompt)
+
+
+def spent(driver: ControlPlane, caller: str) -> dict[str, int]:
+    """What ``caller``'s answers through the public gateway cost, by the tier that answered,
+    as their usage records say."""
+    found: dict[str, int] = {}
+    for r in _usage_records(public_gateway(driver)):
+        if r.get("caller") == caller and isinstance(r.get("cost"), int):
+            found[str(r.get("tier"))] = found.get(str(r.get("tier")), 0) + r["cost"]
+    return found
+
+
+def _until(client: openai.OpenAI, prompt: str, done: Callable[[int], bool]) -> Answer:
+    """Ask until the answer's status is ``done`` (Envoy loads a changed policy within
+    moments of its controller accepting it), or ``READY_TIMEOUT_S`` ran out: the last answer."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not done((answer := ask(client, prompt)).status) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return answer
+
+
+def forbidden(front: Front, driver: ControlPlane) -> list[str]:
+    """A caller left out of the service's ``spec.access``: 403 with the JSON body naming the
+    model and the rule, and nothing of anyone else; the caller let in is answered."""
+    problems = []
+    allowed, refused = OTHER_CALLER, CALLER
+    driver.patch_spec(SERVICE, {"access": {"callers": [allowed]}})
+    problems += driver.settle(
+        f"{MODEL} open to {allowed} only",
+        partial(restricted, driver, SERVICE, GATEWAY, (allowed,), ()),
+        tolerate=[SERVICE],
+    )
+    client = front.client(front.keys[refused])
+    status, body, _ = _until(client, "may I", lambda status: status != 200)
+    error = body.get("error") or {}
+    if status != 403 or (error.get("code"), error.get("model")) != ("caller_not_allowed", MODEL):
+        problems.append(f"{refused}, not allowed, was answered {status} {body}")
+    if any(key in json.dumps(body) for key in front.keys.values()) or allowed in json.dumps(body):
+        problems.append(f"the 403 body tells of a key or another caller: {body}")
+    if (seen := ask(front.client(front.keys[allowed]), "may I")).status != 200:
+        problems.append(f"{allowed}, allowed, was answered {seen}")
+    driver.patch_spec(SERVICE, {"access": None})
+    problems += driver.settle(
+        f"{MODEL} open again", lambda: restricted(driver, SERVICE, GATEWAY, None, ())
+    )
+    if (again := _until(client, "may I now", lambda status: status == 200)).status != 200:
+        problems.append(f"{refused}, allowed again, was answered {again}")
     return problems
 
 
@@ -314,24 +421,28 @@ def mutual_tls(driver: ControlPlane) -> list[str]:
 
 def drills(driver: ControlPlane) -> list[bool]:
     """The data-plane drills: one check each."""
-    front = _front(driver)
+    public = public_gateway(driver)
     started = time.monotonic()
     try:
-        _wait_serving(front)
+        _wait_serving(public, driver)
     except TimeoutError as err:
         print(f"drill: requests through the gateways\n  FAILED: {err}")
         return [False]
-    print(f"the public gateway answered {MODEL} {time.monotonic() - started:.1f} s after asked")
+    print(f"a tier-0 engine answered {MODEL} {time.monotonic() - started:.1f} s after asked")
     checks = []
     runs: list[tuple[str, Callable[[], list[str]]]] = [
         (
             "a completion and a stream through the public gateway",
-            lambda: completion(front, driver),
+            lambda: completion(public, driver),
         ),
-        ("no key is refused, port 80 serves /healthz only", lambda: refusals(front)),
+        ("no key is refused, port 80 serves /healthz only", lambda: refusals(public)),
+        (
+            "a caller left out of spec.access is refused with 403 and its JSON body",
+            lambda: forbidden(public, driver),
+        ),
         (
             "tier 0 failing, tier 1 (a third party) answers, sent its key, not the caller's",
-            lambda: failover(front, driver),
+            lambda: failover(public, driver),
         ),
         ("cluster gateways refuse a client without certificate", lambda: mutual_tls(driver)),
     ]

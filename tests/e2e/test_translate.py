@@ -347,6 +347,8 @@ def test_drill_a_limited_model_counts_each_caller_after_authentication(limited: 
     t = drilled[PUBLIC].result
     assert dataplane.rate_limit_problems(t, gateway, route, "https", expected) == []
     assert dataplane.caller_access_problems(t, gateway, route, "https", ["team-a", "team-b"]) == []
+    # Envoy's own 403 and 429 in JSON naming the model.
+    assert dataplane.refusal_problems(t, gateway, route, "https", "team-a/chat") == []
     # Retries, outlier detection, tiers, TLS: every other fact still holds.
     for check in dataplane.CHECKS.values():
         assert check(limited, drilled) == []
