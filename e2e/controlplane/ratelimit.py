@@ -625,7 +625,7 @@ def _refusal_problems(answer: "Answer", limit: str, window_s: int) -> list[str]:
     elif not (resets.isdigit() and 0 < int(resets) <= window_s):
         problems.append(f"the 429 does not say when its {window_s} s window turns: {answer}")
     # The model's name holds its namespace, team-a: everything else names no caller.
-    told = json.dumps({k: v for k, v in error.items() if k != "model"})
+    told = json.dumps(error).replace(wanted["model"], "")
     if any(caller in told for caller in CALLERS):
         problems.append(f"the 429 body tells of a caller: {answer.body}")
     return problems
