@@ -124,24 +124,27 @@ def _values_on(workloads: list[Cluster]) -> dict[str, list[str]]:
     return held
 
 
-def _values(secret: Obj) -> list[str]:
-    return [base64.b64decode(v).decode() for v in (secret.get("data") or {}).values()]
+def _decoded(secret: Obj) -> dict[str, str]:
+    """A Secret's data, each key to its value as written."""
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
 
-def _refused(keys: list[str], probe: Probe, since: float) -> tuple[float | None, list[str]]:
-    """Poll until the gateway refuses every one of ``keys`` (401): the seconds since
-    ``since`` it took, or None and what it still answered when time ran out."""
-    waiting = list(keys)
+def _refused(removed: dict[str, str], probe: Probe, since: float) -> tuple[float | None, list[str]]:
+    """Poll until the gateway refuses every key of ``removed`` (caller -> key) with 401:
+    the seconds since ``since`` it took, or None and, by caller, what it still answered
+    when time ran out."""
+    waiting = dict(removed)
     while True:
-        waiting = [k for k in waiting if probe(k) != UNAUTHORIZED]
+        answers = {caller: probe(key) for caller, key in waiting.items()}
+        waiting = {c: k for c, k in waiting.items() if answers[c] != UNAUTHORIZED}
         took = time.monotonic() - since
         if not waiting:
             return took, []
         if took > PROPAGATE_TIMEOUT_S:
             return None, [
-                f"a removed caller key ...{k[-6:]} was answered {probe(k)}, not 401, "
+                f"caller {c}'s removed key was answered {answers[c]}, not 401, "
                 f"{took:.0f} s after the edit"
-                for k in waiting
+                for c in waiting
             ]
         time.sleep(PROBE_INTERVAL_S)
 
@@ -149,7 +152,7 @@ def _refused(keys: list[str], probe: Probe, since: float) -> tuple[float | None,
 def _delete(drill: Drill, cp: Cluster, workloads: list[Cluster], secret: Obj) -> float:
     """Delete the Secret; wait until it is gone and none of its values is on a cluster.
     When the deletion was asked (monotonic seconds)."""
-    values = _values(secret)
+    values = list(_decoded(secret).values())
     asked = time.monotonic()
     cp.admin.delete("v1", "Secret", drill.secret, drill.namespace)
 
@@ -183,7 +186,7 @@ def run(
     secret = cp.admin.get("v1", "Secret", drill.secret, drill.namespace)
     if secret is None:
         raise RuntimeError(f"{drill.name}: Secret {drill.namespace}/{drill.secret} is missing")
-    gone: list[str] = []
+    gone: dict[str, str] = {}  # each key the Secret no longer holds -> its value
     # Where each key's value is held before the drill: its new value must be
     # held in as many places (every cluster and route that had the old one).
     old_data = secret.get("data") or {}
@@ -195,7 +198,7 @@ def run(
     }
     if drill.recreate:
         deleted = _delete(drill, cp, workloads, secret)
-        gone = _values(secret)
+        gone = _decoded(secret)
         if drill.callers:
             # While no Secret holds them, no key may be answered, whatever else waits.
             refused_after, problems = _refused(gone, probe, deleted)
@@ -214,7 +217,7 @@ def run(
     new: dict[str, int] = {}  # each new value → in how many places it must be held
     for key, value in drill.changes.items():
         if key in data:
-            gone.append(base64.b64decode(data.pop(key)).decode())
+            gone[key] = base64.b64decode(data.pop(key)).decode()
         if value is not None:
             data[key] = base64.b64encode(value.encode()).decode()
             new[value] = max(1, places.get(key, 0))
@@ -231,7 +234,9 @@ def run(
 
     def caught_up() -> list[str]:
         held = _values_on(workloads)
-        if any(len(held.get(v, [])) < n for v, n in new.items()) or any(v in held for v in gone):
+        if any(len(held.get(v, [])) < n for v, n in new.items()) or any(
+            v in held for v in gone.values()
+        ):
             return []
         return sorted(where for v in new for where in held[v]) or ["(nothing new to hold)"]
 
@@ -245,8 +250,8 @@ def run(
     fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
     if drill.callers:
         # Every key the Secret holds now is answered (the gateway serves again).
-        for key, value in data.items():
-            answered = probe(base64.b64decode(value).decode())
+        for key, value in _decoded(secret).items():
+            answered = probe(value)
             if answered != 200:
                 problems.append(f"caller {key}'s key was answered {answered} once converged")
     took = time.monotonic() - start

@@ -498,6 +498,9 @@ def drill(
         if sorted(by_domain) != sorted([own, shared]):
             problems.append(f"{caller}'s requests go to the domains {sorted(by_domain)}")
             return DrillOutcome(problems, loaded, [])
+    # Only team-b's requests carry the token limit.
+    if any(d.on_stream_done for d in sent["team-a"][own]):
+        problems.append(f"team-a's requests count tokens against team-b's limit: {sent['team-a']}")
     said, found = _requests_and_tokens(asking("team-a"), asking("team-b"))
     problems += found
 
@@ -571,9 +574,9 @@ def _requests_and_tokens(team_a: "Asker", team_b: "Asker") -> tuple[list[str], l
     if codes != [200, 200, 200, 429, 200]:
         problems.append(f"3 requests a minute for team-a: team-a x4 then team-b answered {codes}")
     problems += _refusal_problems(answers[3], "3, 3;w=60", 60)
-    spent = [team_b(LONG_PROMPT).status for _ in range(2)]
-    if spent != [200, 200]:
-        problems.append(f"team-b's first 1200 tokens were answered {spent}")
+    long_answers = [team_b(LONG_PROMPT).status for _ in range(2)]
+    if long_answers != [200, 200]:
+        problems.append(f"team-b's two answers of 602 tokens were answered {long_answers}")
     deadline = time.monotonic() + COUNTED_TIMEOUT_S
     while (refused := team_b("one more")).status == 200 and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -233,11 +233,10 @@ def refusals(front: Front) -> list[str]:
 
 
 class Answer(NamedTuple):
-    """What the gateway answered: the status, and for a refusal its JSON body and headers."""
+    """What the gateway answered: the status, and for a refusal its JSON body."""
 
     status: int
     body: Obj
-    headers: dict[str, str]
 
 
 def ask(client: openai.OpenAI, prompt: str) -> Answer:
@@ -245,12 +244,11 @@ def ask(client: openai.OpenAI, prompt: str) -> Answer:
     try:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
     except openai.APIStatusError as err:
-        headers = {k.lower(): v for k, v in err.response.headers.items()}
         try:
-            return Answer(err.status_code, dict(err.response.json()), headers)
+            return Answer(err.status_code, dict(err.response.json()))
         except ValueError:
-            return Answer(err.status_code, {"unparsed": err.response.text}, headers)
-    return Answer(200, {}, {})
+            return Answer(err.status_code, {"unparsed": err.response.text})
+    return Answer(200, {})
 
 
 def asking(driver: ControlPlane, caller: str) -> Callable[[str], Answer]:
@@ -291,7 +289,7 @@ def forbidden(front: Front, driver: ControlPlane) -> list[str]:
         tolerate=[SERVICE],
     )
     client = front.client(front.keys[refused])
-    status, body, _ = _until(client, "may I", lambda status: status != 200)
+    status, body = _until(client, "may I", lambda status: status != 200)
     error = body.get("error") or {}
     if status != 403 or (error.get("code"), error.get("model")) != ("caller_not_allowed", MODEL):
         problems.append(f"{refused}, not allowed, was answered {status} {body}")
