@@ -8,6 +8,7 @@ problems, empty when the fact holds, like ``e2e.fleetcheck``.
 
 import copy
 import json
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,10 +22,12 @@ from fleetgate.core import names
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
+    CALLER_METADATA_KEY,
     GATEWAY_HEADER,
     SYSTEM_NAMESPACE,
     TIER_HEADER,
 )
+from fleetgate.core.governance import caller_pattern
 from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
 from fleetgate.inference_gateway.builders import CALLER_ADDRESS_HEADER
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
@@ -354,6 +357,38 @@ def address_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
                     f"{gw.name}: route configuration {name} forwards the caller's address"
                 )
     return problems
+
+
+def answer_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
+    """No fleet gateway counts an answer by the caller header.
+
+    Envoy evaluates the entries counting a response's tokens or cost once the
+    response is done; for a third party the AIServiceBackend's header mutation
+    has removed x-fleetgate-caller by then, so such an entry would count
+    nothing (``governance.answer_reads``).
+    """
+    problems = []
+    for gw in fleet_gateways(fleet):
+        configs = clusters[gw.provider_config].result.route_configs(gw.gateway, SYSTEM_NAMESPACE)
+        for config in configs:
+            for host in config.get("virtualHosts") or []:
+                for route in host.get("routes") or []:
+                    problems += [
+                        f"{gw.name}: route {route.get('name')} counts answers by the caller "
+                        f"header under {name}"
+                        for name, filter_config in (route.get("typedPerFilterConfig") or {}).items()
+                        if name.startswith(RATE_LIMIT)
+                        for limit in filter_config.get("rateLimits") or []
+                        if limit.get("applyOnStreamDone")
+                        and any(_reads_header(a) for a in limit.get("actions") or [])
+                    ]
+    return problems
+
+
+def _reads_header(action: Obj) -> bool:
+    """Whether an action reads x-fleetgate-caller (its value, or a match on it)."""
+    headers = (action.get("headerValueMatch") or {}).get("headers") or []
+    return _reads_caller(action) == "header" or any(h.get("name") == CALLER_HEADER for h in headers)
 
 
 def usage_record_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
@@ -695,6 +730,32 @@ class Counted:
     # What each request adds: "1" (requests), "0" (checked only) or the metadata
     # key counted as the response ends.
     adds: str
+    # Where the caller is read: "header" (x-fleetgate-caller, as the request
+    # arrives) or "metadata" (AI Gateway's copy: a third party's header
+    # mutation removes the header before the response ends).
+    caller_from: str
+
+
+def _reads_caller(action: Obj) -> str | None:
+    """Where an action reads the caller from, if it does."""
+    if (action.get("requestHeaders") or {}).get("headerName") == CALLER_HEADER:
+        return "header"
+    key = (action.get("metadata") or {}).get("metadataKey") or {}
+    path = [step.get("key") for step in key.get("path") or []]
+    if key.get("key") == AI_GATEWAY_METADATA_NAMESPACE and path == [CALLER_METADATA_KEY]:
+        return "metadata"
+    return None
+
+
+def _narrowing(action: Obj) -> str | None:
+    """The caller pattern an action matches, if it narrows: a header match's, or the
+    members of an answer's CEL narrowing (``governance.answer_reads``) as that pattern."""
+    for header in (action.get("headerValueMatch") or {}).get("headers") or []:
+        if header.get("name") == CALLER_HEADER:
+            return str(header["stringMatch"]["safeRegex"]["regex"])
+    config = ((action.get("extension") or {}).get("typedConfig")) or {}
+    members = re.search(r" in \[([^\]]*)\]", str(config.get("text", "")))
+    return None if members is None else caller_pattern(re.findall(r"'([^']*)'", members[1]))
 
 
 def route_rate_limits(t: Translation, gateway: str, route: str) -> list[Counted]:
@@ -711,18 +772,10 @@ def route_rate_limits(t: Translation, gateway: str, route: str) -> list[Counted]
                 continue
             for limit in config.get("rateLimits") or []:
                 actions = limit.get("actions") or []
-                per_caller = any(
-                    (a.get("requestHeaders") or {}).get("headerName") == CALLER_HEADER
-                    for a in actions
-                )
-                if not per_caller:
+                reads = [f for f in map(_reads_caller, actions) if f is not None]
+                if not reads:
                     continue
-                patterns = [
-                    h["stringMatch"]["safeRegex"]["regex"]
-                    for a in actions
-                    for h in (a.get("headerValueMatch") or {}).get("headers") or []
-                    if h.get("name") == CALLER_HEADER
-                ]
+                patterns = [p for p in map(_narrowing, actions) if p is not None]
                 hits = limit.get("hitsAddend") or {}
                 adds = str(hits.get("number", "1"))
                 if limit.get("applyOnStreamDone"):
@@ -731,7 +784,8 @@ def route_rate_limits(t: Translation, gateway: str, route: str) -> list[Counted]
                         .removeprefix(f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:")
                         .removesuffix(")%")
                     )
-                found.append(Counted(config["domain"], patterns[0] if patterns else None, adds))
+                pattern = patterns[0] if patterns else None
+                found.append(Counted(config["domain"], pattern, adds, reads[0]))
     return found
 
 
@@ -743,11 +797,12 @@ def expected_rate_limits(domain: str, rules: list[Obj]) -> list[Counted]:
         pattern = next((h["value"] for h in headers if h["type"] == "RegularExpression"), None)
         response = (rule.get("cost") or {}).get("response")
         if response is None:
-            expected.append(Counted(domain, pattern, "1"))
+            expected.append(Counted(domain, pattern, "1", "header"))
         else:
-            # Checked as the request arrives, counted as the response ends.
-            expected.append(Counted(domain, pattern, "0"))
-            expected.append(Counted(domain, pattern, response["metadata"]["key"]))
+            # Checked as the request arrives, counted as the response ends,
+            # for the caller AI Gateway recorded as the request arrived.
+            expected.append(Counted(domain, pattern, "0", "header"))
+            expected.append(Counted(domain, pattern, response["metadata"]["key"], "metadata"))
     return expected
 
 
@@ -864,6 +919,7 @@ CHECKS = {
     "egctl: no listener forwards the caller's address (x-envoy-external-address)": (
         address_problems
     ),
+    "egctl: every answer counts against its caller's token and cost limits": answer_problems,
     "egctl: one cluster per model route": cluster_problems,
     "egctl: each backend in its route's cluster with the priority planned": priority_problems,
     "egctl: strict priority tiers (overprovisioning factor patched in)": tier_problems,

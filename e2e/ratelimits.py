@@ -22,7 +22,17 @@ route_components.proto). What this module evaluates:
   matches no value matcher, inverted or not, unless
   ``treat_missing_header_as_empty``.
 
-Any other action (remote address, query parameters, ...) raises: a test must
+* ``metadata``: (``descriptor_key``, the dynamic metadata's value at
+  ``metadata_key``), else ``default_value``; absent, it yields nothing, or with
+  ``skip_if_absent`` skips the action alone;
+* ``extension`` ``envoy.rate_limit_descriptors.expr``: (``descriptor_key``,
+  the CEL ``text`` evaluated, here by cel-python, over the request's
+  ``metadata``); an error yields nothing, or with ``skip_if_error`` skips the
+  action alone.
+
+The metadata is the request's dynamic metadata by namespace, as Envoy's
+``metadata.filter_metadata`` holds it. Any other action (remote address,
+query parameters, ...) raises: a test must
 not believe it computed what Envoy would send. Pure data in, data out: a
 route as ``e2e.translate.Translation.route_configs`` returns it (protojson's
 camelCase, as egctl prints it; snake_case, as an Envoy config dump in YAML
@@ -32,6 +42,10 @@ writes it, reads the same).
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+import celpy
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
 Obj = dict[str, Any]
 PER_ROUTE_TYPE = "envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute"
@@ -122,8 +136,55 @@ def header_matches(matcher: Mapping[str, Any], headers: Mapping[str, str]) -> bo
     return matched != invert
 
 
-def _entry(action: Mapping[str, Any], headers: Mapping[str, str]) -> list[tuple[str, str]] | None:
+Metadata = Mapping[str, Mapping[str, Any]]
+EXPRESSION = "envoy.rate_limit_descriptors.expr"
+
+
+def _metadata_entry(action: Mapping[str, Any], metadata: Metadata) -> list[tuple[str, str]] | None:
+    key = _field(action, "metadata_key") or {}
+    value: Any = metadata.get(str(key.get("key")))
+    for step in key.get("path") or []:
+        value = value.get(str(step.get("key"))) if isinstance(value, Mapping) else None
+    if value is None:
+        value = _field(action, "default_value") or None
+    if value is None:
+        return [] if _field(action, "skip_if_absent") else None
+    return [(str(_field(action, "descriptor_key")), str(value))]
+
+
+def _expression_entry(
+    extension: Mapping[str, Any], metadata: Metadata
+) -> list[tuple[str, str]] | None:
+    if extension.get("name") != EXPRESSION:
+        raise ValueError(f"a descriptor extension this module does not evaluate: {extension}")
+    config = _field(extension, "typed_config") or {}
+    environment = celpy.Environment()
+    try:
+        program = environment.program(environment.compile(str(config["text"])))
+        value = program.evaluate({"metadata": json_to_cel({"filter_metadata": dict(metadata)})})
+    except CELEvalError:
+        value = None
+    if value is None or isinstance(value, CELEvalError):
+        return [] if _field(config, "skip_if_error") else None
+    return [(str(_field(config, "descriptor_key")), str(value))]
+
+
+def _entry(
+    action: Mapping[str, Any], headers: Mapping[str, str], metadata: Metadata
+) -> list[tuple[str, str]] | None:
     """The entries one action appends (none: it is skipped); None: no descriptor is sent."""
+    from_metadata = _field(action, "metadata")
+    if from_metadata is not None:
+        return _metadata_entry(from_metadata, metadata)
+    extension = _field(action, "extension")
+    if extension is not None:
+        return _expression_entry(extension, metadata)
+    return _header_entry(action, headers)
+
+
+def _header_entry(
+    action: Mapping[str, Any], headers: Mapping[str, str]
+) -> list[tuple[str, str]] | None:
     generic = _field(action, "generic_key")
     if generic is not None:
         key = _field(generic, "descriptor_key") or "generic_key"
@@ -145,11 +206,14 @@ def _entry(action: Mapping[str, Any], headers: Mapping[str, str]) -> list[tuple[
     raise ValueError(f"a rate-limit action this module does not evaluate: {dict(action)}")
 
 
-def descriptor(rate_limit: Mapping[str, Any], headers: Mapping[str, str]) -> Descriptor | None:
-    """What one ``config.route.v3.RateLimit`` sends for a request with ``headers``."""
+def descriptor(
+    rate_limit: Mapping[str, Any], headers: Mapping[str, str], metadata: Metadata | None = None
+) -> Descriptor | None:
+    """What one ``config.route.v3.RateLimit`` sends for a request with ``headers`` and
+    dynamic ``metadata`` (as they are when it is evaluated)."""
     entries = []
     for action in rate_limit.get("actions") or []:
-        appended = _entry(action, headers)
+        appended = _entry(action, headers, metadata or {})
         if appended is None:
             return None
         entries.extend(appended)
@@ -169,8 +233,10 @@ def descriptors(
     route: Mapping[str, Any],
     headers: Mapping[str, str],
     listener_domains: Sequence[str] = (),
+    metadata: Metadata | None = None,
 ) -> dict[str, list[Descriptor]]:
-    """Domain → the descriptors Envoy sends for a request with ``headers`` on ``route``.
+    """Domain → the descriptors Envoy sends for a request with ``headers`` and dynamic
+    ``metadata`` on ``route``.
 
     ``listener_domains`` are the domains of the listener's rate-limit filters, needed
     only for a route whose rate limits sit on its route action (shared rules only):
@@ -184,7 +250,7 @@ def descriptors(
             continue
         domain = str(config["domain"])
         per_route_domains.add(domain)
-        found.setdefault(domain, []).extend(_all(_field(config, "rate_limits"), headers))
+        found.setdefault(domain, []).extend(_all(_field(config, "rate_limits"), headers, metadata))
     action_limits = _field(route.get("route") or {}, "rate_limits")
     if action_limits:
         if not listener_domains:
@@ -194,14 +260,16 @@ def descriptors(
             )
         for domain in listener_domains:
             if domain not in per_route_domains:
-                found.setdefault(domain, []).extend(_all(action_limits, headers))
+                found.setdefault(domain, []).extend(_all(action_limits, headers, metadata))
     return {domain: sent for domain, sent in found.items() if sent}
 
 
 def _all(
-    rate_limits: Iterable[Mapping[str, Any]] | None, headers: Mapping[str, str]
+    rate_limits: Iterable[Mapping[str, Any]] | None,
+    headers: Mapping[str, str],
+    metadata: Metadata | None,
 ) -> list[Descriptor]:
-    sent = (descriptor(r, headers) for r in rate_limits or [])
+    sent = (descriptor(r, headers, metadata) for r in rate_limits or [])
     return [d for d in sent if d is not None]
 
 

@@ -68,7 +68,9 @@ from e2e.ratelimits import Descriptor
 from e2e.translate import Translation
 from fleetgate.core import governance, names
 from fleetgate.core.constants import (
+    AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
+    CALLER_METADATA_KEY,
     SYSTEM_NAMESPACE,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
@@ -455,8 +457,8 @@ def drill(
     time) is asked of the service directly, with the descriptors the
     translated xDS says Envoy sends (e2e/ratelimits.py): what each caller's
     answers from the fleet's engines cost (``spent``, by the usage records) is
-    counted against it (a third party's answers are not: a known defect,
-    printed); it holds for the month and is each caller's own. The restriction
+    counted against it, a third party's too; it holds for the month and is each
+    caller's own. The restriction
     is lifted at the end.
     """
     gateway = names.fleet_gateway(GATEWAY)
@@ -479,10 +481,7 @@ def drill(
         if name.startswith(f"httproute/{SYSTEM_NAMESPACE}/{route_name}/rule/0/")
     ]
     domains = ratelimits.listener_domains(t.listeners(gateway, SYSTEM_NAMESPACE))
-    sent = {
-        caller: ratelimits.descriptors(route, {CALLER_HEADER: caller}, domains)
-        for caller in CALLERS
-    }
+    sent = {caller: _descriptors(route, caller, domains) for caller in CALLERS}
     own, shared = f"{SYSTEM_NAMESPACE}/{gateway}/https", f"{SYSTEM_NAMESPACE}/{gateway}-failover"
     for domain in (own, shared):
         wait_for_domain(workload, domain, containing=route_name if domain == own else "")
@@ -498,9 +497,13 @@ def drill(
         if sorted(by_domain) != sorted([own, shared]):
             problems.append(f"{caller}'s requests go to the domains {sorted(by_domain)}")
             return DrillOutcome(problems, loaded, [])
-    # Only team-b's requests carry the token limit.
-    if any(d.on_stream_done for d in sent["team-a"][own]):
-        problems.append(f"team-a's requests count tokens against team-b's limit: {sent['team-a']}")
+    # Only team-b's answers count against the token limit: team-a's send a value the
+    # service has no rule for.
+    if any(
+        d.on_stream_done and governance.NOT_NARROWED not in dict(d.entries).values()
+        for d in sent["team-a"][own]
+    ):
+        problems.append(f"team-a's answers count against team-b's token limit: {sent['team-a']}")
     said, found = _requests_and_tokens(asking("team-a"), asking("team-b"))
     problems += found
 
@@ -518,13 +521,12 @@ def drill(
     counted = {c: amount - left[c] for c in CALLERS}
     by_tier = {c: spent(c) for c in CALLERS}
     priced = {c: sum(by_tier[c].values()) for c in CALLERS}
-    # Known defect (SECURITY.md): an answer from a third party is not counted, as its
-    # request no longer holds the caller header when the response ends.
-    local = {c: by_tier[c].get(LOCAL_TIER, 0) for c in CALLERS}
-    if any(not local[c] <= counted[c] <= priced[c] for c in CALLERS):
-        problems.append(f"the budget counted {counted}, the usage records priced {by_tier}")
+    # Every answer is counted, a third party's too (governance.answer_reads): the
+    # traffic drills before this one had the third party answer team-a.
     if counted != priced:
-        print(f"  known defect: third-party answers uncounted: counted {counted}, priced {by_tier}")
+        problems.append(f"the budget counted {counted}, the usage records priced {by_tier}")
+    if not any(cost for c in CALLERS for tier, cost in by_tier[c].items() if tier != LOCAL_TIER):
+        problems.append(f"no third party's answer was priced, so none was shown counted: {by_tier}")
     cost = _counted(sent["team-b"][shared], str(key))
     should_rate_limit(workload, shared, [cost._replace(hits_addend=left["team-b"] - 1)])
     before = ask("team-b", shared)
@@ -601,7 +603,14 @@ def _envoy_sends(envoy: proxies.Proxy, route_name: str, domains: list[str], call
     loaded = [r for name, r in ratelimits.routes(configs).items() if name.startswith(prefix)]
     if len(loaded) != 1:
         return {}
-    return ratelimits.descriptors(loaded[0], {CALLER_HEADER: caller}, domains)
+    return _descriptors(loaded[0], caller, domains)
+
+
+def _descriptors(route: Obj, caller: str, domains: list[str]) -> dict[str, list[Descriptor]]:
+    """What Envoy sends for ``caller``'s request on ``route``: the gateway's authentication
+    named it in the header, and AI Gateway recorded it in its metadata."""
+    recorded = {AI_GATEWAY_METADATA_NAMESPACE: {CALLER_METADATA_KEY: caller}}
+    return ratelimits.descriptors(route, {CALLER_HEADER: caller}, domains, recorded)
 
 
 def _refusal_problems(answer: "Answer", limit: str, window_s: int) -> list[str]:

@@ -21,6 +21,7 @@ from e2e.dataplane import Cluster
 from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.inference_gateway.naming import GatewayNames
 from fleetgate.model_service.composer import compose
 from sim.controllers import patch_applied
 from sim.loop import without_times
@@ -352,6 +353,17 @@ def test_drill_a_limited_model_counts_each_caller_after_authentication(limited: 
     # Retries, outlier detection, tiers, TLS: every other fact still holds.
     for check in dataplane.CHECKS.values():
         assert check(limited, drilled) == []
+
+
+def test_drill_without_the_answer_patches_answers_count_by_the_header(limited: Fleet) -> None:
+    """The gateway's patch (its cost limit) and the route's (team-b's tokens) are what keep
+    every answer counted: without them egctl's xDS counts answers by the caller header."""
+    route = _public_route(dataplane.translate_fleet(limited))
+    for name in (GatewayNames("public").answers_counted, f"{route}-counted"):
+        drilled = dataplane.translate_fleet(limited, _without("EnvoyPatchPolicy", name))
+        problems = dataplane.answer_problems(limited, drilled)
+        assert problems, name
+        assert all("counts answers by the caller header" in p for p in problems)
 
 
 def test_drill_the_rate_limit_check_sees_a_limit_that_is_not_there(

@@ -20,8 +20,8 @@ import celpy
 import pytest
 from celpy import celtypes
 
-from e2e import validate
-from fleetgate.core import governance
+from e2e import ratelimits, validate
+from fleetgate.core import governance, names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.governance import (
     COST_MAX,
@@ -42,6 +42,8 @@ from tests.support.model_service import (
     entry,
     fleet,
     model_routes,
+    reconcile_route,
+    route_key,
     route_manifest,
     route_of,
     route_policy_spec,
@@ -300,6 +302,119 @@ def test_a_bad_limit_is_a_fatal_result_naming_the_field(
     assert len(out.fatal) == 1
     assert "spec.access.limits" in out.fatal[0]
     assert fragment in out.fatal[0]
+
+
+# --- counting answers -----------------------------------------------------------------
+#
+# A response's cost is counted by a second entry Envoy evaluates once the response
+# is done; for a third party the caller header is gone by then, so the entry
+# reads the caller AI Gateway recorded as the request arrived.
+
+CALLER_METADATA = {
+    "key": "io.envoy.ai_gateway",
+    "path": [{"key": "caller"}],
+}
+
+
+def _answer(metadata: dict[str, Any], read: governance.AnswerRead) -> Any:
+    """What Envoy's action put in a read's place yields for a request with ``metadata``."""
+    descriptor = ratelimits.descriptor({"actions": [read.replacement]}, {}, metadata)
+    return None if descriptor is None else descriptor.entries
+
+
+def test_answers_are_counted_for_the_caller_ai_gateway_recorded_not_the_header() -> None:
+    limits = [
+        ResolvedLimit(requests=60, per="Minute"),  # rule 0, counted as the request comes
+        ResolvedLimit(tokens=1000, per="Day"),  # rule 1
+    ]
+    (read,) = governance.answer_reads(limits)
+    assert read == governance.AnswerRead(
+        "request_headers",
+        "rule-1-match-0",
+        {
+            "metadata": {
+                "descriptor_key": "rule-1-match-0",
+                "metadata_key": CALLER_METADATA,
+                "source": "DYNAMIC",
+            }
+        },
+    )
+    recorded = {"io.envoy.ai_gateway": {"caller": "team-a"}}
+    assert _answer(recorded, read) == (("rule-1-match-0", "team-a"),)
+    assert _answer({}, read) is None, "no caller recorded: nothing is sent"
+
+
+def test_a_narrowed_limit_counts_the_answers_of_its_callers_only() -> None:
+    limit = ResolvedLimit(cost="5", per="Month", callers=["al.ice", "bob"])
+    narrowing, distinct = governance.answer_reads([limit])
+    assert (narrowing.kind, narrowing.descriptor_key) == ("header_value_match", "rule-0-match-0")
+    assert (distinct.kind, distinct.descriptor_key) == ("request_headers", "rule-0-match-1")
+    for caller, value in (("bob", "rule-0-match-0"), ("al.ice", "rule-0-match-0")):
+        found = _answer({"io.envoy.ai_gateway": {"caller": caller}}, narrowing)
+        assert found == (("rule-0-match-0", value),)
+    # Anyone else sends a value the rate-limit service has no rule for.
+    for caller in ("alxice", "carol", "bob2"):
+        found = _answer({"io.envoy.ai_gateway": {"caller": caller}}, narrowing)
+        assert found == (("rule-0-match-0", governance.NOT_NARROWED),)
+
+
+def test_the_answer_reads_follow_envoy_gateways_rule_numbering_over_split_limits() -> None:
+    callers = [f"caller-{i:04d}" for i in range(300)]
+    split = ResolvedLimit(tokens=5, per="Hour", callers=callers)
+    limits = [split, ResolvedLimit(requests=1, per="Second"), ResolvedLimit(cost="1", per="Day")]
+    rules = governance.rate_limit_rules(limits, shared=True)
+    split_rules = len(rules) - 2
+    assert split_rules > 1, "the narrowing takes several rules"
+    keys = [read.descriptor_key for read in governance.answer_reads(limits)]
+    assert keys == [
+        *[f"rule-{i}-match-{m}" for i in range(split_rules) for m in (0, 1)],
+        f"rule-{split_rules + 1}-match-0",
+    ]
+
+
+def test_an_answer_patch_replaces_only_the_named_action_of_entries_counting_answers() -> None:
+    read = governance.answer_reads([ResolvedLimit(tokens=1, per="Day")])[0]
+    (patch,) = governance.answer_patches("ns/gw/https", "envoy.filters.http.ratelimit", [read])
+    assert patch["type"] == "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+    assert patch["name"] == "ns/gw/https"
+    assert patch["operation"] == {
+        "op": "replace",
+        "jsonPath": "$.virtual_hosts[*].routes[*]"
+        ".typed_per_filter_config['envoy.filters.http.ratelimit']"
+        ".rate_limits[?(@.apply_on_stream_done == true)]"
+        ".actions[?(@.request_headers.descriptor_key == 'rule-0-match-0')]",
+        "value": read.replacement,
+    }
+
+
+def test_a_route_with_token_limits_counts_every_answer_on_its_own_routes() -> None:
+    limit = {"tokens": 5000, "per": "Hour", "callers": ["ci"]}
+    out = run(compose, request(limited([limit]), required=canary_fleet()))
+    route = route_of(out)
+    (key,) = [k for k in route.desired if k.startswith("answers-counted")]
+    patch = route_manifest(route, "answers-counted")
+    assert key == route_key(route, "answers-counted")
+    assert patch["kind"] == "EnvoyPatchPolicy"
+    traffic = route_manifest(route, "caller-traffic")["metadata"]["name"]
+    targets = {p["name"] for p in patch["spec"]["jsonPatches"]}
+    # The listener the route is on: this gateway has no TLS, so its plain-HTTP one.
+    assert targets == {f"{SYSTEM_NAMESPACE}/{names.fleet_gateway('public')}/http"}
+    for p in patch["spec"]["jsonPatches"]:
+        selector = f"routes[?(@.route.cluster == 'httproute/{SYSTEM_NAMESPACE}/{traffic}/rule/0')]"
+        assert selector in p["operation"]["jsonPath"]
+    assert len(patch["spec"]["jsonPatches"]) == 2, "the narrowing and the caller"
+    assert route.conditions["AnswersCounted"][:2] == ("False", "Pending")
+    applied = reconcile_route(model_routes(out)["public"], as_observed(route))
+    assert applied.conditions["AnswersCounted"][:2] == ("True", "Programmed")
+
+
+def test_a_route_limiting_requests_only_has_no_answers_to_count() -> None:
+    out = run(
+        compose, request(limited([{"requests": 60, "per": "Minute"}]), required=canary_fleet())
+    )
+    route = route_of(out)
+    assert not [k for k in route.desired if k.startswith("answers-counted")]
+    assert route.conditions["AnswersCounted"][:2] == ("True", "NoSpendLimits")
 
 
 # --- the gateway's limits -------------------------------------------------------------

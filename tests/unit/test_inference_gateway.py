@@ -13,11 +13,13 @@ from tests.support.inference_gateway import (
     ALICE_KEY,
     BOB_KEY,
     CALLER_LABELS,
+    FULL_SPEC,
     GATEWAY,
     HOME,
     NS,
     PROGRAMMED,
     TLS_KEY,
+    Fleet,
     Obj,
     accepted,
     callers,
@@ -367,6 +369,66 @@ def test_a_refused_address_patch_is_said_and_warned_but_the_gateway_serves() -> 
     assert "disabled in the EnvoyGateway configuration" in message
     assert any("caller's address" in w for w in out.warnings)
     assert out.conditions["GatewayReady"][0] == "True"
+
+
+SPEND_LIMITS = {"limits": [{"requests": 60, "per": "Minute"}, {"tokens": 1000, "per": "Day"}]}
+
+
+def spending(**auth: Any) -> Fleet:
+    """The full gateway whose callers have a request and a token limit."""
+    return fleet(full=True, auth={**FULL_SPEC["auth"], **SPEND_LIMITS, **auth})
+
+
+def routed(observed: dict[str, Any], attached: int) -> dict[str, Any]:
+    """``observed`` with Envoy Gateway counting ``attached`` routes on the https listener."""
+    gateway = observed["gateway"]["status"]["atProvider"]["manifest"]
+    gateway["status"]["listeners"] = [
+        {"name": "http", "attachedRoutes": 1},
+        {"name": "https", "attachedRoutes": attached},
+    ]
+    return observed
+
+
+def test_every_answer_counts_against_the_callers_token_limit_a_third_partys_too() -> None:
+    """The entry counting an answer reads the caller AI Gateway recorded, not the header a
+    third party's header mutation removes (governance.answer_reads)."""
+    out = spending().settled()
+    patch = manifest(out.desired["answers-counted"])
+    assert (patch["kind"], patch["spec"]["targetRef"]["name"]) == ("EnvoyPatchPolicy", GW)
+    (only,) = patch["spec"]["jsonPatches"]
+    assert only["name"] == f"fleetgate-system/{GW}/https", "where models are served"
+    filter_name = f"envoy.filters.http.ratelimit/fleetgate-system/{GW}-failover"
+    assert f".typed_per_filter_config['{filter_name}']" in only["operation"]["jsonPath"]
+    # Rule 0 limits requests, counted as they come; rule 1's answers are counted.
+    assert "'rule-1-match-0'" in only["operation"]["jsonPath"]
+    assert only["operation"]["value"]["metadata"]["descriptor_key"] == "rule-1-match-0"
+    assert out.conditions["AnswersCounted"][:2] == ("True", "Programmed")
+
+
+def test_before_any_model_is_routed_a_patch_with_nothing_to_change_is_not_a_problem() -> None:
+    """Envoy Gateway reports a JSONPath that finds nothing as Invalid: so it does until the
+    first model route carries the limits."""
+    observed = echo(spending().settled())
+    remote = observed["answers-counted"]["status"]["atProvider"]["manifest"]
+    remote["status"]["ancestors"][0]["conditions"][1] = {
+        "type": "Programmed",
+        "status": "False",
+        "reason": "Invalid",
+        "message": "no jsonPointers were found while evaluating the jsonPath",
+    }
+    waiting = spending().run(routed(observed, attached=1))
+    assert waiting.conditions["AnswersCounted"][:2] == ("True", "NoModelRouted")
+    refused = spending().run(routed(observed, attached=2))
+    status, reason, message = refused.conditions["AnswersCounted"]
+    assert (status, reason) == ("False", "Invalid")
+    assert "no jsonPointers were found" in message
+    assert message in refused.warnings
+
+
+def test_a_gateway_limiting_requests_only_has_no_answers_to_count() -> None:
+    out = spending(limits=SPEND_LIMITS["limits"][:1]).settled()
+    assert "answers-counted" not in out.desired
+    assert out.conditions["AnswersCounted"][:2] == ("True", "NoSpendLimits")
 
 
 def test_gateway_class_is_the_clusters() -> None:

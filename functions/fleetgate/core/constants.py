@@ -31,6 +31,8 @@ LABEL_DEPLOYMENT: Final = f"{LABEL_PREFIX}deployment"
 # route without a sectionName attaches to every listener, the plain-HTTP one
 # included, and API keys and prompts would be accepted in cleartext.
 HTTPS_LISTENER: Final = "https"
+# Its plain-HTTP listener: /healthz by address, and models on a gateway without TLS.
+HTTP_LISTENER: Final = "http"
 
 OBJECT_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
 

@@ -25,6 +25,7 @@ from typing import Any, Final, NamedTuple
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
+    CALLER_METADATA_KEY,
     COST_KEY,
     COST_MILLI_KEY,
     MODEL_HEADER,
@@ -42,6 +43,7 @@ from fleetgate.core.kinds.governance import (
     ResolvedLimit,
 )
 from fleetgate.core.names import resource_key
+from fleetgate.core.observed import Observed, patch_applied
 from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.core.secrets import SecretKeys
 from fleetgate.core.verdict import Verdict
@@ -177,24 +179,25 @@ def counter(limit: Allowance) -> Counter:
     raise ValueError(f"cost {cost} exceeds every counter")  # the model refuses it first
 
 
-def _caller_patterns(callers: Sequence[str]) -> list[str]:
-    """Anchored RE2 alternations matching exactly ``callers``, each within MATCH_VALUE_MAX."""
-    patterns: list[str] = []
+def _caller_chunks(callers: Sequence[str]) -> list[list[str]]:
+    """``callers`` in runs whose ``caller_pattern`` fits in MATCH_VALUE_MAX characters."""
+    chunks: list[list[str]] = []
     chunk: list[str] = []
-
-    def pattern(names: list[str]) -> str:
-        return f"^({'|'.join(names)})$"
-
     for caller in callers:
-        # A caller name is [-._a-zA-Z0-9]: only the dot means anything to RE2.
-        escaped = caller.replace(".", r"\.")
-        if chunk and len(pattern([*chunk, escaped])) > MATCH_VALUE_MAX:
-            patterns.append(pattern(chunk))
+        if chunk and len(caller_pattern([*chunk, caller])) > MATCH_VALUE_MAX:
+            chunks.append(chunk)
             chunk = []
-        chunk.append(escaped)
+        chunk.append(caller)
     if chunk:
-        patterns.append(pattern(chunk))
-    return patterns
+        chunks.append(chunk)
+    return chunks
+
+
+def caller_pattern(callers: Sequence[str]) -> str:
+    """An anchored RE2 alternation matching exactly ``callers``."""
+    # A caller name is [-._a-zA-Z0-9]: only the dot means anything to RE2.
+    escaped = [caller.replace(".", r"\.") for caller in callers]
+    return f"^({'|'.join(escaped)})$"
 
 
 def rate_limit_rules(limits: Sequence[ResolvedLimit], *, shared: bool) -> list[dict[str, Any]]:
@@ -207,22 +210,23 @@ def rate_limit_rules(limits: Sequence[ResolvedLimit], *, shared: bool) -> list[d
     return [rule for limit in limits for rule in _limit_rules(limit, shared=shared)]
 
 
+def _narrowings(limit: ResolvedLimit) -> list[list[str] | None]:
+    """The callers of each of a limit's rules: None for a limit on everyone (one rule)."""
+    return [None] if limit.callers is None else list(_caller_chunks(limit.callers))
+
+
 def _limit_rules(limit: ResolvedLimit, *, shared: bool) -> list[dict[str, Any]]:
     """One limit's rules: one, or one per MATCH_VALUE_MAX of its callers' names."""
     amount, metadata_key = counter(limit)
     distinct = {"name": CALLER_HEADER, "type": "Distinct"}
-    narrowing: list[list[dict[str, Any]]] = (
-        [[]]
-        if limit.callers is None
-        else [
-            [{"name": CALLER_HEADER, "type": "RegularExpression", "value": p}]
-            for p in _caller_patterns(limit.callers)
-        ]
-    )
     rules = []
-    for headers in narrowing:
+    for callers in _narrowings(limit):
+        narrowing = []
+        if callers is not None:
+            pattern = caller_pattern(callers)
+            narrowing = [{"name": CALLER_HEADER, "type": "RegularExpression", "value": pattern}]
         rule: dict[str, Any] = {
-            "clientSelectors": [{"headers": [*headers, distinct]}],
+            "clientSelectors": [{"headers": [*narrowing, distinct]}],
             "limit": {"requests": amount, "unit": limit.per},
         }
         if metadata_key is not None:
@@ -242,6 +246,152 @@ def _limit_rules(limit: ResolvedLimit, *, shared: bool) -> list[dict[str, Any]]:
             rule["shared"] = True
         rules.append(rule)
     return rules
+
+
+# --- counting answers ------------------------------------------------------------
+#
+# Envoy Gateway counts a response's cost with a second rate-limit entry that
+# Envoy evaluates once the response is done, built from the same actions as the
+# request's entry: the caller comes from x-fleetgate-caller again
+# (internal/xds/translator/ratelimit.go:340-354, 378-427 at v1.8.3). By then a
+# third party's header mutation (AIServiceBackend) has removed that header: an
+# upstream filter edits the very header map the downstream filters read, so
+# the entry yields no descriptor and the answer is never counted. AI Gateway
+# copied the caller into its dynamic metadata when the request arrived
+# (logRequestHeaderAttributes), before any backend was picked; the entry
+# reads it there instead.
+
+# Envoy's CEL descriptor: a value computed from the request's attributes
+# (source/extensions/rate_limit_descriptors/expr/config.cc, Envoy 1.38).
+EXPRESSION_DESCRIPTOR: Final = "envoy.rate_limit_descriptors.expr"
+EXPRESSION_DESCRIPTOR_TYPE: Final = (
+    "type.googleapis.com/envoy.extensions.rate_limit_descriptors.expr.v3.Descriptor"
+)
+# The value a caller outside a narrowed limit sends instead of the rule's own:
+# the rate-limit service has no descriptor for it, so nothing is counted.
+NOT_NARROWED: Final = "not-narrowed"
+_CALLER_METADATA: Final = {
+    "key": AI_GATEWAY_METADATA_NAMESPACE,
+    "path": [{"key": CALLER_METADATA_KEY}],
+}
+
+
+class AnswerRead(NamedTuple):
+    """An action of a rule's after-the-answer entry that reads the caller header
+    (``kind``: ``request_headers`` or ``header_value_match``), and the action that
+    reads the caller from AI Gateway's metadata in its place."""
+
+    kind: str
+    descriptor_key: str
+    replacement: dict[str, Any]
+
+
+def _descriptor_key(rule: int, match: int) -> str:
+    """Envoy Gateway's descriptor key of a rule's header match (ratelimit.go:1007-1009),
+    ``rule`` counted among the rules of the policy's domain (ratelimit.go:801-816)."""
+    return f"rule-{rule}-match-{match}"
+
+
+def answer_reads(limits: Sequence[ResolvedLimit]) -> list[AnswerRead]:
+    """For the rules ``rate_limit_rules`` makes of ``limits`` (all shared, or none),
+    each caller-header read of the entries counting answers, and its replacement."""
+    reads = []
+    rule = 0
+    for limit in limits:
+        counted = counter(limit).metadata_key is not None
+        for callers in _narrowings(limit):
+            if counted:
+                distinct = _descriptor_key(rule, 0 if callers is None else 1)
+                if callers is not None:
+                    reads.append(_narrowed(_descriptor_key(rule, 0), callers))
+                reads.append(
+                    AnswerRead(
+                        "request_headers",
+                        distinct,
+                        {
+                            "metadata": {
+                                "descriptor_key": distinct,
+                                "metadata_key": _CALLER_METADATA,
+                                "source": "DYNAMIC",
+                            }
+                        },
+                    )
+                )
+            rule += 1
+    return reads
+
+
+def _narrowed(key: str, callers: Sequence[str]) -> AnswerRead:
+    """The rule's own value for its callers, NOT_NARROWED for anyone else."""
+    caller = f"metadata.filter_metadata['{AI_GATEWAY_METADATA_NAMESPACE}']['{CALLER_METADATA_KEY}']"
+    # Caller names are [-._a-zA-Z0-9]: nothing to escape in a CEL string.
+    members = ", ".join(f"'{c}'" for c in callers)
+    expression = f"{caller} in [{members}] ? '{key}' : '{NOT_NARROWED}'"
+    return AnswerRead(
+        "header_value_match",
+        key,
+        {
+            "extension": {
+                "name": EXPRESSION_DESCRIPTOR,
+                "typed_config": {
+                    "@type": EXPRESSION_DESCRIPTOR_TYPE,
+                    "descriptor_key": key,
+                    "text": expression,
+                },
+            }
+        },
+    )
+
+
+# The condition saying whether a gateway's or route's answers are all counted.
+ANSWERS_COUNTED: Final = "AnswersCounted"
+
+
+def answers_counted(policy: Observed | None, field: str) -> Verdict:
+    """AnswersCounted from the patch (``policy`` as observed; None: none needed, as the
+    limits at ``field`` count no tokens or cost)."""
+    if policy is None:
+        return Verdict("True", "NoSpendLimits", f"{field} limit no tokens or cost")
+    return patch_applied(
+        policy,
+        "counting answers against the callers' token and cost limits",
+        "every answer counts against the callers' token and cost limits",
+    )
+
+
+ROUTE_CONFIGURATION_TYPE: Final = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+RATE_LIMIT_FILTER: Final = "envoy.filters.http.ratelimit"
+
+
+def answer_patches(
+    route_configuration: str, filter_name: str, reads: Sequence[AnswerRead], routes: str = "*"
+) -> list[dict[str, Any]]:
+    """EnvoyPatchPolicy JSON patches putting ``reads``' replacements in place, in each
+    route (``routes``: a JSONPath selector of them) of ``route_configuration``, in the
+    rate-limit configuration of the filter named ``filter_name``.
+
+    Envoy Gateway writes xDS to the patch as protojson with proto field names
+    (internal/xds/translator/jsonpatch.go) and refuses a JSONPath that selects
+    nothing (internal/utils/jsonpatch/patch.go:37-51): each patch names only an
+    action its policy's own rules make.
+    """
+    return [
+        {
+            "type": ROUTE_CONFIGURATION_TYPE,
+            "name": route_configuration,
+            "operation": {
+                "op": "replace",
+                "jsonPath": (
+                    f"$.virtual_hosts[*].routes[{routes}]"
+                    f".typed_per_filter_config['{filter_name}']"
+                    ".rate_limits[?(@.apply_on_stream_done == true)]"
+                    f".actions[?(@.{read.kind}.descriptor_key == '{read.descriptor_key}')]"
+                ),
+                "value": read.replacement,
+            },
+        }
+        for read in reads
+    ]
 
 
 TOO_MANY_RULES: Final = "TooManyRateLimitRules"

@@ -13,6 +13,7 @@ from fleetgate.core.constants import (
     CALLER_HEADER,
     COST_KEY,
     GATEWAY_HEADER,
+    HTTP_LISTENER,
     HTTPS_LISTENER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
@@ -21,7 +22,13 @@ from fleetgate.core.constants import (
     TIER_METADATA_KEY,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.governance import rate_limit_rules, refusals
+from fleetgate.core.governance import (
+    RATE_LIMIT_FILTER,
+    AnswerRead,
+    answer_patches,
+    rate_limit_rules,
+    refusals,
+)
 from fleetgate.core.kinds.gateway import Failover, Limits
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.objects import Manifest
@@ -32,7 +39,6 @@ ENVOY_GATEWAY_API: Final = f"{ENVOY_GATEWAY}/v1alpha1"
 GATEWAY_API: Final = "gateway.networking.k8s.io"
 GATEWAY_API_VERSION: Final = f"{GATEWAY_API}/v1"
 
-HTTP_LISTENER: Final = "http"
 HTTP_PORT: Final = 80
 HTTPS_PORT: Final = 443
 HEALTHZ_PATH: Final = "/healthz"
@@ -232,6 +238,27 @@ def address_hidden(names: GatewayNames, listeners: Sequence[str]) -> Manifest:
         ENVOY_GATEWAY_API,
         "EnvoyPatchPolicy",
         names.address_hidden,
+        spec={"targetRef": _gateway_ref(names), "type": "JSONPatch", "jsonPatches": patches},
+    )
+
+
+def answers_counted(names: GatewayNames, listener: str, reads: Sequence[AnswerRead]) -> Manifest:
+    """Every answer served on ``listener`` counts against the caller's shared token and cost
+    limits, a third party's too (``governance.answer_reads`` says why it would not).
+
+    The gateway's rules are shared, so Envoy Gateway keeps them in a rate-limit
+    filter of their own, named after the policy's domain, ``<namespace>/<policy>``
+    (internal/xds/translator/ratelimit.go:193-201, 1048-1054 at v1.8.3), on every
+    route that forwards (a direct response, /healthz, has none: ratelimit.go:176).
+    """
+    domain = f"{SYSTEM_NAMESPACE}/{names.failover_policy}"
+    patches = answer_patches(
+        f"{SYSTEM_NAMESPACE}/{names.gateway}/{listener}", f"{RATE_LIMIT_FILTER}/{domain}", reads
+    )
+    return names.remote(
+        ENVOY_GATEWAY_API,
+        "EnvoyPatchPolicy",
+        names.answers_counted,
         spec={"targetRef": _gateway_ref(names), "type": "JSONPatch", "jsonPatches": patches},
     )
 

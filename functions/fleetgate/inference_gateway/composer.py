@@ -17,7 +17,13 @@ Three independent parts, each gated only on what it needs:
 from typing import Any, NamedTuple
 
 from fleetgate.core.constants import SYSTEM_NAMESPACE
-from fleetgate.core.governance import hold_rate_limits
+from fleetgate.core.governance import (
+    ANSWERS_COUNTED,
+    AnswerRead,
+    answer_reads,
+    answers_counted,
+    hold_rate_limits,
+)
 from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
@@ -30,7 +36,7 @@ from fleetgate.inference_gateway import builders, inputs, naming, resolution
 from fleetgate.inference_gateway.inputs import CallerKeys, FrontDoor, Target
 from fleetgate.inference_gateway.naming import GatewayNames
 from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
-from fleetgate.inference_gateway.status import gateway_address, gateway_ready
+from fleetgate.inference_gateway.status import gateway_address, gateway_ready, models_routed
 
 CONDITION = "GatewayReady"
 # Whether backends (third parties above all) are kept from the caller's address.
@@ -253,12 +259,32 @@ class OnCluster(NamedTuple):
                 names, gateway.spec.failover, gateway.spec.limits, inputs.limits
             )
             self.put(naming.FAILOVER, failover)
+            self.answers_counted(listener_names[-1], answer_reads(inputs.limits))
+        else:
+            self.rec.keep(naming.ANSWERS_COUNTED)
         self.put(naming.HEALTHZ_FILTER, builders.healthz_filter(names))
         self.put(naming.HEALTHZ_ROUTE, builders.healthz_route(names))
         if callers is not None:
             self.put(naming.CALLER_AUTH, builders.caller_auth(names, projected[naming.CALLER_KEYS]))
             self.put(naming.HEALTHZ_AUTH, builders.healthz_open(names))
         return None if held is None else held.verdict
+
+    def answers_counted(self, listener: str, reads: list[AnswerRead]) -> None:
+        """The patch counting every answer on ``listener`` (the last: https with TLS)
+        against the callers' shared token and cost limits, and its condition.
+
+        Until a model is routed there no route carries the limits, and Envoy
+        Gateway reports the patch Invalid, as it finds nothing to change
+        (``governance.answer_patches``): nothing is left uncounted then.
+        """
+        if reads:
+            self.put(naming.ANSWERS_COUNTED, builders.answers_counted(self.names, listener, reads))
+        policy = self.rec.observed(naming.ANSWERS_COUNTED).remote if reads else None
+        verdict = answers_counted(policy, "spec.auth.limits")
+        routed = models_routed(self.rec.observed(naming.GATEWAY).remote, listener)
+        if verdict.status != "True" and not routed:
+            verdict = Verdict("True", "NoModelRouted", f"no model is routed on {listener} yet")
+        self.rec.report(ANSWERS_COUNTED, verdict)
 
     def hold_front_door(self, blocked: Verdict, callers: CallerKeys | Verdict | None) -> None:
         """A front-door gate is closed: keep what it served from, but never a revoked key.

@@ -30,8 +30,18 @@ HEALTHZ_FILTER = "healthz-filter"
 HEALTHZ_ROUTE = "healthz-route"
 HEALTHZ_AUTH = "healthz-auth"
 ADDRESS_HIDDEN = "address-hidden"
+ANSWERS_COUNTED = "answers-counted"
 # What serves from the projected Secrets (CALLER_KEYS, TLS), which are composed first
-SERVING = (GATEWAY, ENVOY_PROXY, CALLER_AUTH, FAILOVER, LISTENER_POLICY, "healthz-", ADDRESS_HIDDEN)
+SERVING = (
+    GATEWAY,
+    ENVOY_PROXY,
+    CALLER_AUTH,
+    FAILOVER,
+    LISTENER_POLICY,
+    "healthz-",
+    ADDRESS_HIDDEN,
+    ANSWERS_COUNTED,
+)
 FRONT_DOOR = (*SERVING, CALLER_KEYS, TLS)
 
 CLIENT_PKI = "client-"
@@ -113,6 +123,10 @@ class GatewayNames:
     @property
     def address_hidden(self) -> str:
         return names.object_name(self.prefix, "address-hidden")
+
+    @property
+    def answers_counted(self) -> str:
+        return names.object_name(self.prefix, "answers-counted")
 
     @property
     def healthz(self) -> str:

@@ -27,6 +27,17 @@ def gateway_address(gateway: Observed) -> str | None:
     return None
 
 
+def models_routed(gateway: Observed, listener: str) -> bool:
+    """Whether a model route is attached to ``listener``: more than /healthz, which is on
+    every listener (Gateway API's ``status.listeners[].attachedRoutes``)."""
+    listeners = gateway.get("status", "listeners")
+    for entry in listeners if isinstance(listeners, list) else []:
+        if isinstance(entry, dict) and entry.get("name") == listener:
+            attached = entry.get("attachedRoutes")
+            return isinstance(attached, int | float) and attached > 1
+    return False
+
+
 def _condition(obj: Observed, type_: str) -> dict[str, Any]:
     """The first condition ``type_`` whatever generation it speaks of: for messages only."""
     conditions = obj.get("status", "conditions")

@@ -13,6 +13,7 @@ from fleetgate.core.constants import (
     CALLER_HEADER,
     ENDPOINT_HEADER,
     GATEWAY_HEADER,
+    HTTP_LISTENER,
     INPUT_TOKENS_KEY,
     MODEL_HEADER,
     OUTPUT_TOKENS_KEY,
@@ -20,7 +21,15 @@ from fleetgate.core.constants import (
     TIER_HEADER,
     TOTAL_TOKENS_KEY,
 )
-from fleetgate.core.governance import llm_request_costs, rate_limit_rules, refusals
+from fleetgate.core.governance import (
+    RATE_LIMIT_FILTER,
+    AnswerRead,
+    answer_patches,
+    answer_reads,
+    llm_request_costs,
+    rate_limit_rules,
+    refusals,
+)
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.kinds.route import RouteAccess, RouteBackend, RouteGateway
 from fleetgate.core.kinds.service import FailoverAlert
@@ -266,6 +275,34 @@ def caller_traffic(route: str, service: Service, limits: Sequence[ResolvedLimit]
     return _route_policy(route, "BackendTrafficPolicy", **spec)
 
 
+def answers_counted(route: str, gateway: RouteGateway, reads: Sequence[AnswerRead]) -> Manifest:
+    """Every answer on this route counts against the callers' token and cost limits here,
+    a third party's too (``governance.answer_reads`` says why it would not).
+
+    A route's own rules are not shared: Envoy Gateway keeps them in the
+    listener's own rate-limit filter, counting rules from 0 in each route
+    (internal/xds/translator/ratelimit.go:193-201, 801-816 at v1.8.3), so the
+    patch reaches only the routes that forward to this route's cluster.
+    """
+    listener = gateway.section_name or HTTP_LISTENER
+    patches = answer_patches(
+        f"{SYSTEM_NAMESPACE}/{gateway.gateway_name}/{listener}",
+        RATE_LIMIT_FILTER,
+        reads,
+        routes=f"?(@.route.cluster == '{xds_cluster_name(route)}')",
+    )
+    return _manifest(
+        f"{ENVOY_GATEWAY}/v1alpha1",
+        "EnvoyPatchPolicy",
+        f"{route}-counted",
+        spec={
+            "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
+            "type": "JSONPatch",
+            "jsonPatches": patches,
+        },
+    )
+
+
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     """Where the endpoint is: always by name (``fqdn``), never by address."""
     spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": b.host, "port": b.port}}]}
@@ -375,6 +412,9 @@ def model_route_objects(
         if access is not None:
             objects[keys.access] = remote(caller_access(route, access.callers))
             objects[keys.traffic] = remote(caller_traffic(route, service, access.limits))
+            reads = answer_reads(access.limits)
+            if reads:
+                objects[keys.counted] = remote(answers_counted(route, gateway, reads), watch=True)
     rule = None if alert is None else prometheus_rule(service, gw, backends, alert)
     if rule is not None:
         objects[FAILOVER_ALERTS_KEY] = remote(rule)

@@ -11,8 +11,13 @@ ModelService to read back.
 from collections.abc import Sequence
 
 from fleetgate.core.errors import InputError
-from fleetgate.core.governance import hold_rate_limits
-from fleetgate.core.kinds.route import ModelRoute, RouteBackend
+from fleetgate.core.governance import (
+    ANSWERS_COUNTED,
+    answer_reads,
+    answers_counted,
+    hold_rate_limits,
+)
+from fleetgate.core.kinds.route import ModelRoute, RouteAccess, RouteBackend
 from fleetgate.core.observed import PATCH_PENDING, explanation, patch_applied
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.model_service.ai_gateway import model_route_objects, route_name
@@ -59,9 +64,12 @@ def compose(rec: Reconcile) -> None:
         # one before, if any, serves on.
         rec.report(ACCEPTED, held.verdict)
         rec.allow_ready(False)
-        dropped = {keys.traffic} if held.kept else set(keys)
+        # The patch counting answers names the kept policy's rules.
+        dropped = {keys.traffic, keys.counted} if held.kept else set(keys)
+        if held.kept:
+            rec.keep(keys.counted)
         objects = {k: v for k, v in objects.items() if k not in dropped}
-    _keep_replaced(rec, keys if held is None else None, access is not None)
+    _keep_replaced(rec, keys if held is None else None, access is not None, set(objects))
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).
@@ -81,6 +89,7 @@ def compose(rec: Reconcile) -> None:
     elif held is None and keys is not None:
         _report(rec, keys)
     _report_tiers(rec, keys)
+    _report_counted(rec, keys, access)
     _report_alerts(rec)
 
 
@@ -99,7 +108,9 @@ def _on_cluster(rec: Reconcile, endpoint: str) -> bool:
     )
 
 
-def _keep_replaced(rec: Reconcile, serving: RouteKeys | None, with_access: bool) -> None:
+def _keep_replaced(
+    rec: Reconcile, serving: RouteKeys | None, with_access: bool, composing: set[str]
+) -> None:
     """Keep every route composed before, and all named after it, until ``serving`` serves.
 
     The new route comes whole, beside the old: Envoy Gateway orders HTTPRoute
@@ -107,15 +118,17 @@ def _keep_replaced(rec: Reconcile, serving: RouteKeys | None, with_access: bool)
     sorted by creation: internal/gatewayapi/resource/resource.go:254-263,
     sort.go:110-116 at v1.8.3), so the old one answers until it is deleted.
     It goes once the new route is accepted, Envoy Gateway resolved all of it
-    and, with caller access, its caller policies are attached: deleted
-    sooner, callers would meet the new route without them.
-    None: nothing composed this call replaces the old routes.
+    and, with caller access, its caller policies (and the patch counting its
+    answers) are attached: deleted sooner, callers would meet the new route
+    without them.
+    None: nothing composed this call replaces the old routes. ``composing``: the keys
+    this call composes.
     """
-    policies = (serving.access, serving.traffic) if serving and with_access else ()
+    policies = (serving.access, serving.traffic, serving.counted) if serving and with_access else ()
     if (
         serving is not None
         and _verdict(rec, serving) is None
-        and all(rec.observed(key).ready for key in policies)
+        and all(rec.observed(key).ready for key in policies if key in composing)
     ):
         return
     for key in rec.observed_names():
@@ -249,6 +262,17 @@ def _report_tiers(rec: Reconcile, keys: RouteKeys | None) -> None:
     rec.report(
         TIERS, patch_applied(policy, "for strict priority tiers", "priority tiers are strict")
     )
+
+
+def _report_counted(rec: Reconcile, keys: RouteKeys | None, access: RouteAccess | None) -> None:
+    """AnswersCounted: whether every answer, a third party's too, counts against the
+    route's token and cost limits (``ai_gateway.answers_counted``)."""
+    counted = access is not None and answer_reads(access.limits)
+    if keys is None and counted:
+        rec.report(ANSWERS_COUNTED, PATCH_PENDING)
+        return
+    policy = rec.observed(keys.counted).remote if keys is not None and counted else None
+    rec.report(ANSWERS_COUNTED, answers_counted(policy, "spec.access.limits"))
 
 
 def _report_alerts(rec: Reconcile) -> None:

@@ -110,12 +110,13 @@ class RouteKeys(NamedTuple):
     tiers: str
     access: str
     traffic: str
+    counted: str
 
 
 # The keys of the one route a ModelRoute composed before routes were keyed by
 # their backends: replaced like any other once the new route serves.
 _UNKEYED: Final = RouteKeys(
-    "route", "generated-route", "strict-tiers", "caller-access", "caller-traffic"
+    "route", "generated-route", "strict-tiers", "caller-access", "caller-traffic", "answers-counted"
 )
 
 
