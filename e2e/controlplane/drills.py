@@ -275,31 +275,6 @@ LOSSES = [
 ]
 
 
-def _nudge_envoy_gateway(cluster: Cluster, loss: Loss) -> None:
-    """Touch the restored Secret (an annotation of this drill's own), so Envoy Gateway
-    reconciles once more.
-
-    Envoy Gateway v1.8.3 compares each new status with the object as its cache holds it
-    and skips the write when they are equal (internal/provider/kubernetes/
-    status_updater.go:96-110). provider-kubernetes makes the copy again within tens of
-    milliseconds, so the "secret does not exist" status written for the loss is often
-    not in that cache yet when the next reconcile computes Accepted again: the correct
-    status reads as unchanged, and the policy keeps reporting the Secret missing (the
-    gateway serves correctly) until Envoy Gateway reconciles for another reason. On a
-    quiet test plane nothing else comes. A Secret change is such a reason
-    (predicates.go:158-167 reconciles a Secret a SecurityPolicy references).
-    """
-    touched = {"fleetgate.dev/e2e-loss-drill": str(time.time())}
-    cluster.admin.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": loss.secret, "namespace": loss.namespace, "annotations": touched},
-        },
-        manager="fleetgate-e2e-loss-drill",
-    )
-
-
 class Versions(threading.Thread):
     """Every version the API server writes of the Objects in one namespace, until stopped:
     a value saved into an Object is blanked by Crossplane's next apply within moments, so
@@ -345,21 +320,22 @@ STALE_STATUS_S = 60.0
 
 
 def lose(
-    loss: Loss,
-    cp: Cluster,
-    workloads: list[Cluster],
-    needles: dict[str, str],
-    restart_envoy_gateway: Callable[[str], object],
+    loss: Loss, cp: Cluster, workloads: list[Cluster], needles: dict[str, str], probe: Probe
 ) -> Outcome:
     """Delete the copy; wait until provider-kubernetes made it again with every value it held
-    and the fleet converged; search every version of the Objects written meanwhile, then the
-    whole control plane.
+    and the public gateway answers every key it holds; search every version of the Objects
+    written meanwhile, then the whole control plane.
 
-    When the fleet stays unconverged, Envoy Gateway's status of the policy is stale
-    (``_nudge_envoy_gateway``): a reconcile whose outcome equals what its runner last
-    published publishes nothing, so no nudge reaches the status updater again. Its
-    controller is restarted then (a new pod, an operator's remedy), which publishes every
-    status afresh; the run says so.
+    Whether the fleet reads converged again is measured, never helped: Envoy Gateway
+    v1.8.3 compares each new status with the object as its cache holds it and skips
+    the write when they are equal (internal/provider/kubernetes/status_updater.go:
+    96-110). provider-kubernetes makes the copy again within tens of milliseconds, so
+    the "secret does not exist" status written for the loss is often not in that cache
+    yet when the next reconcile computes Accepted again: the policy may go on
+    reporting the Secret missing, and the InferenceGateway not Ready, while the gateway
+    serves, until Envoy Gateway reconciles for another reason (README, "Losing a
+    copy"). Nothing is nudged or restarted: the run reports it, and losses run last,
+    so no later drill waits on that status.
     """
     start = time.monotonic()
     (cluster,) = [c for c in workloads if c.name == loss.cluster]
@@ -388,12 +364,22 @@ def lose(
         PROPAGATE_TIMEOUT_S,
         interval=1.0,
     )
-    _nudge_envoy_gateway(cluster, loss)
+    keys = _decoded(before)
+
+    def answered() -> list[str]:
+        codes = {caller: probe(value) for caller, value in keys.items()}
+        return [] if set(codes.values()) != {200} else sorted(codes)
+
+    problems: list[str] = []
     try:
-        fleet.converge(cp, STALE_STATUS_S, echo=False)
+        wait_for(f"{loss.name}: every caller key answered", answered, PROPAGATE_TIMEOUT_S)
+    except TimeoutError as refused:
+        problems.append(f"the restored copy's keys are not all answered: {refused}")
+    serving = time.monotonic() - start
+    try:
+        took = fleet.converge(cp, STALE_STATUS_S, echo=False)
+        print(f"  the fleet read converged again {took:.0f}s after the keys were answered")
     except TimeoutError as stale:
-        print(f"  {cluster.name}: restarting Envoy Gateway, its status stale: {stale}")
-        restart_envoy_gateway(cluster.name)
-        fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+        print(f"  upstream: Envoy Gateway's status stayed stale (README, 'Losing a copy'): {stale}")
     hits = versions.holding(needles, f"while '{loss.name}'") + fleet.secrets_at_rest(cp, needles)
-    return Outcome(loss.name, time.monotonic() - start, holders, hits)
+    return Outcome(loss.name, serving, holders, hits, problems=problems)
