@@ -425,6 +425,16 @@ def test_before_any_model_is_routed_a_patch_with_nothing_to_change_is_not_a_prob
     assert message in refused.warnings
 
 
+def test_a_disabled_answer_patch_is_said_before_any_model_is_routed() -> None:
+    observed = echo(spending().settled())
+    remote = observed["answers-counted"]["status"]["atProvider"]["manifest"]
+    remote["status"]["ancestors"][0]["conditions"] = [
+        {"type": "Accepted", "status": "False", "reason": "Disabled", "message": "disabled"}
+    ]
+    out = spending().run(routed(observed, attached=1))
+    assert out.conditions["AnswersCounted"][:2] == ("False", "Disabled")
+
+
 def test_a_gateway_limiting_requests_only_has_no_answers_to_count() -> None:
     out = spending(limits=SPEND_LIMITS["limits"][:1]).settled()
     assert "answers-counted" not in out.desired

@@ -27,7 +27,7 @@ from fleetgate.core.governance import (
 from fleetgate.core.kinds.cluster import InferenceCluster
 from fleetgate.core.kinds.gateway import InferenceGateway
 from fleetgate.core.objects import Manifest, remote_object
-from fleetgate.core.observed import configmap_value, patch_applied
+from fleetgate.core.observed import PATCH_PENDING, configmap_value, patch_applied
 from fleetgate.core.pki import BUNDLE_KEY
 from fleetgate.core.reconcile import Reconcile
 from fleetgate.core.secrets import secret_patch
@@ -39,6 +39,9 @@ from fleetgate.inference_gateway.resolution import Peer, PublishedCluster
 from fleetgate.inference_gateway.status import gateway_address, gateway_ready, models_routed
 
 CONDITION = "GatewayReady"
+# Envoy Gateway's reason for a patch it could not apply, a JSONPath that found
+# nothing included (internal/gatewayapi/status/envoypatchpolicy.go:38-43 at v1.8.3).
+INVALID_PATCH = "Invalid"
 # Whether backends (third parties above all) are kept from the caller's address.
 ADDRESS_CONDITION = "CallerAddressHidden"
 CALLERS_CONDITION = "CallerKeysUnique"
@@ -281,8 +284,11 @@ class OnCluster(NamedTuple):
             self.put(naming.ANSWERS_COUNTED, builders.answers_counted(self.names, listener, reads))
         policy = self.rec.observed(naming.ANSWERS_COUNTED).remote if reads else None
         verdict = answers_counted(policy, "spec.auth.limits")
+        # Only the refusal a patch with nothing to change gets, or none yet: a patch
+        # refused outright (Disabled) is said whatever is routed.
+        unmatched = verdict.reason in (INVALID_PATCH, PATCH_PENDING.reason)
         routed = models_routed(self.rec.observed(naming.GATEWAY).remote, listener)
-        if verdict.status != "True" and not routed:
+        if unmatched and not routed:
             verdict = Verdict("True", "NoModelRouted", f"no model is routed on {listener} yet")
         self.rec.report(ANSWERS_COUNTED, verdict)
 
