@@ -122,10 +122,12 @@ class RouteFailoverAlert(FailoverAlert):
     threshold: Share
     """Share of the service's requests, over 5 minutes, served by a fallback tier (priority above
     the lowest routed one) above which FleetgateFailoverActive fires: a decimal from 0 (any
-    failover) to below 1, up to six places. Defaults to "0.05"."""
+    failover) to below 1, up to six places. The ModelService's spec.failoverAlert.threshold,
+    with its default applied."""
     for_: AlertDuration = Field(alias="for")
     """How long the share must stay above the threshold before the alert fires, as a Prometheus
-    duration of hours, minutes and seconds (e.g. 10m, 1h30m). Defaults to 10m."""
+    duration of hours, minutes and seconds (e.g. 10m, 1h30m). The ModelService's
+    spec.failoverAlert.for, with its default applied."""
 
 
 class RouteAccess(Model):
