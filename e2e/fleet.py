@@ -33,7 +33,7 @@ Obj = dict[str, Any]
 XRKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
 MAX_PASSES = 16
-EXAMPLE = EXAMPLES / "fleet"  # the example fleet, as the README applies it
+EXAMPLE = EXAMPLES / "fleet"  # the example fleet, as docs/real-plane.md applies it
 
 
 def key_of(obj: Obj) -> XRKey:

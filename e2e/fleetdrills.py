@@ -8,7 +8,7 @@ schedulable again and the deleted gateway applied again from examples/fleet;
 the ModelService deleted last stays deleted.
 
 What "converged" means after each is decided from the documented behaviour
-(api.md, README "Behaviour the API contract leaves open"):
+(api.md, docs/contract.md):
 
 * a drain keeps every XR Ready: the drained cluster keeps its gateway and
   hostname (only ``Schedulable`` turns False, reason ``Draining``), and its
@@ -261,7 +261,7 @@ def left_by_ai_gateway(ref: Ref, gateway: str) -> bool:
     its Envoy's namespace (``<gateway>-<namespace>``, and the bundle's index and parts
     under that prefix, internal/controller/secret_name.go:47-78) and never deletes: its
     Gateway controller returns on a Gateway not found (gateway.go:88-95) and the Secrets
-    carry no owner. Not Fleetgate's to remove; the README's known limits say so."""
+    carry no owner. Not Fleetgate's to remove; SECURITY.md says so."""
     return (
         ref.kind == "Secret"
         and ref.namespace == EG_NAMESPACE

@@ -20,7 +20,7 @@ SERIES = "function_run_function_request_total"
 # how often one opened, and each watch event it judged, by outcome (``result``: Allowed,
 # Dropped, HalfOpenAllowed). While open it drops an XR's watch events but a probe every
 # 30 s, so the XR waits for its TTL instead (token_bucket.go: 100 tokens, 1 a second, by
-# default; make e2e and bench-fleet run the 1000 and 10 a second the README's install step
+# default; make e2e and bench-fleet run the 1000 and 10 a second docs/install.md's step
 # 0 sets, package/install/crossplane-values.yaml).
 BREAKER_OPENS = "circuit_breaker_opens_total"
 BREAKER_EVENTS = "circuit_breaker_events_total"

@@ -333,9 +333,9 @@ def lose(
     the "secret does not exist" status written for the loss is often not in that cache
     yet when the next reconcile computes Accepted again: the policy may go on
     reporting the Secret missing, and the InferenceGateway not Ready, while the gateway
-    serves, until Envoy Gateway reconciles for another reason (README, "Losing a
-    copy"). Nothing is nudged or restarted: the run reports it, and losses run last,
-    so no later drill waits on that status.
+    serves, until Envoy Gateway reconciles for another reason (docs/contract.md, "A
+    copy deleted on the cluster"). Nothing is nudged or restarted: the run reports it,
+    and losses run last, so no later drill waits on that status.
     """
     start = time.monotonic()
     (cluster,) = [c for c in workloads if c.name == loss.cluster]
@@ -380,6 +380,6 @@ def lose(
         took = fleet.converge(cp, STALE_STATUS_S, echo=False)
         print(f"  the fleet read converged again {took:.0f}s after the keys were answered")
     except TimeoutError as stale:
-        print(f"  upstream: Envoy Gateway's status stayed stale (README, 'Losing a copy'): {stale}")
+        print(f"  upstream: Envoy Gateway's status stayed stale (docs/contract.md): {stale}")
     hits = versions.holding(needles, f"while '{loss.name}'") + fleet.secrets_at_rest(cp, needles)
     return Outcome(loss.name, serving, holders, hits, problems=problems)

@@ -147,7 +147,7 @@ def publish(registry: str, ca_file: Path, work: Path) -> None:
 
 
 def install(cp: Cluster, registry: str) -> None:
-    """What the README tells a platform team to do, against the local registry."""
+    """What docs/install.md tells a platform team to do, against the local registry."""
     cp.admin.apply(
         {
             "apiVersion": "pkg.crossplane.io/v1beta1",
@@ -176,12 +176,12 @@ def install(cp: Cluster, registry: str) -> None:
     )
 
 
-# Installed but never running here: no binary of it can be built (see README).
+# Installed but never running here: no binary of it can be built (see docs/install.md).
 WITHOUT_RUNTIME = {"crossplane-contrib-provider-helm"}
 
 
 def upgrade(cp: Cluster, version: str) -> None:
-    """Move Fleetgate to ``version`` as the README tells a platform team to: each Function's
+    """Move Fleetgate to ``version`` as docs/install.md tells a platform team to: each Function's
     package first, then the Configuration's. Crossplane v2.4 changes an installed
     dependency's version only with its alpha EnableAlphaDependencyVersionUpgrades flag
     (internal/controller/pkg/resolver/reconciler.go:256-262, 320), which the chart leaves

@@ -9,7 +9,7 @@ cert-manager (its controller is a nested Go module the proxy does not serve)
   ca.crt; the cert-manager.io/* annotations), issued by its Issuer, and
   condition Ready=True reason ``Ready`` with notBefore/notAfter/revision.
   As cert-manager runs for Fleetgate, with ``--enable-certificate-owner-ref``
-  (the stack sets it; the README requires it): the Secret's controller
+  (the stack sets it; docs/contract.md requires it): the Secret's controller
   owner reference is its Certificate (pkg/controller/certificates/issuing/
   internal/secret.go:116-123, v1.21.2), so the garbage collector deletes
   a key with the Certificate that asked for it.

@@ -114,7 +114,7 @@ USAGE_RECORD_HEADERS: Final = {CALLER_HEADER: CALLER_METADATA_KEY, TIER_HEADER: 
 # failover ratios), the endpoint (its prices, the spend) and the gateway (which
 # fleet gateway, as several may share a cluster and a Prometheus). Never the
 # caller: every label multiplies each of AI Gateway's four histograms (~125
-# series per endpoint and API a service answers, README "Seeing failover"), and
+# series per endpoint and API a service answers, docs/failover.md), and
 # its OpenTelemetry SDK keeps at most 2000 label sets per histogram, counting
 # the rest under one label-less overflow set the alerts cannot see
 # (go.opentelemetry.io/otel/sdk/metric v1.44.0 config.go:28, doc.go:51-57).

@@ -111,7 +111,7 @@ class ModelServiceSpec(Model):
     each serving gateway after authentication: others get 403."""
     failover_alert: FailoverAlert = Field(default_factory=FailoverAlert)
     """When the FleetgateFailoverActive alert fires for this service, on every gateway whose
-    spec.monitoring.prometheusRules is true (see "Seeing failover" in the README). Every field
+    spec.monitoring.prometheusRules is true (see docs/failover.md). Every field
     has a default."""
 
 
