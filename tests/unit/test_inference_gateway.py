@@ -405,6 +405,13 @@ def test_every_answer_counts_against_the_callers_token_limit_a_third_partys_too(
     assert out.conditions["AnswersCounted"][:2] == ("True", "Programmed")
 
 
+@pytest.mark.parametrize("key", ["address-hidden", "answers-counted"])
+def test_each_patch_whose_status_a_condition_reads_is_watched(key: str) -> None:
+    """Ready once made, so polled otherwise: its status would reach the condition up to
+    provider-kubernetes' poll interval late."""
+    assert spending().settled().desired[key]["spec"]["watch"] is True
+
+
 def test_before_any_model_is_routed_a_patch_with_nothing_to_change_is_not_a_problem() -> None:
     """Envoy Gateway reports a JSONPath that finds nothing as Invalid: so it does until the
     first model route carries the limits."""

@@ -172,8 +172,11 @@ class OnCluster(NamedTuple):
         *,
         observe_only: bool = False,
         secret_patches: list[dict[str, Any]] | None = None,
+        reported: bool = False,
     ) -> None:
-        """Compose ``manifest`` as a remote Object; ready once Crossplane saw it ready."""
+        """Compose ``manifest`` as a remote Object; ready once Crossplane saw it ready.
+        ``reported``: its status is read back for a condition, though it is ready once made
+        (an EnvoyPatchPolicy)."""
         obj = remote_object(
             manifest=manifest,
             provider_config=self.target.provider_config,
@@ -182,7 +185,9 @@ class OnCluster(NamedTuple):
             secret_patches=secret_patches,
             # The Gateway's address and Programmed, the CA ConfigMap and the
             # caller policy's status are read back: see them as they change.
-            watch=None,
+            # A patch's status is too: polled, it would reach its condition up
+            # to provider-kubernetes' poll interval (10 minutes) late.
+            watch=True if reported else None,
         )
         self.rec.compose(key, obj, ready=True if self.rec.observed(key).ready else None)
 
@@ -255,7 +260,8 @@ class OnCluster(NamedTuple):
         )
         self.put(naming.GATEWAY, listeners)
         listener_names = [listener["name"] for listener in listeners["spec"]["listeners"]]
-        self.put(naming.ADDRESS_HIDDEN, builders.address_hidden(names, listener_names))
+        hidden = builders.address_hidden(names, listener_names)
+        self.put(naming.ADDRESS_HIDDEN, hidden, reported=True)
         self.put(naming.LISTENER_POLICY, builders.listener_policy(names, gateway.spec.limits))
         if held is None:
             failover = builders.failover_policy(
@@ -281,7 +287,8 @@ class OnCluster(NamedTuple):
         (``governance.answer_patches``): nothing is left uncounted then.
         """
         if reads:
-            self.put(naming.ANSWERS_COUNTED, builders.answers_counted(self.names, listener, reads))
+            counted = builders.answers_counted(self.names, listener, reads)
+            self.put(naming.ANSWERS_COUNTED, counted, reported=True)
         policy = self.rec.observed(naming.ANSWERS_COUNTED).remote if reads else None
         verdict = answers_counted(policy, "spec.auth.limits")
         # Only the refusal a patch with nothing to change gets, or none yet: a patch
