@@ -124,9 +124,10 @@ def run(command: str, apply_fleet: bool = False) -> int:
             print(f"peak memory of the control plane: {sup.peak_rss_mib():.0f} MiB")
             RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
             print(f"figures in {RESULTS.relative_to(REPO)}")
-            # Convergence and each drill's propagation raise when they fail; these are
+            # Convergence and each Secret drill's propagation (the edits, the shadowed
+            # caller, the losses) raise when they fail; these are
             # the checks that count what they find.
-            passed = 1 + len(drills.DRILLS) + len(drills.LOSSES) + checks.count(True)
+            passed = 2 + len(drills.DRILLS) + len(drills.LOSSES) + checks.count(True)
             failed = checks.count(False)
             print(f"e2e: {passed} passed, {failed} failed")
             if failed:
@@ -210,7 +211,11 @@ def _secret_drills(
     cp, workloads = st.cp, list(st.workloads.values())
 
     performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
-        (d.name, partial(drills.run, d, cp, workloads, needles, probe)) for d in drills.DRILLS
+        *((d.name, partial(drills.run, d, cp, workloads, needles, probe)) for d in drills.DRILLS),
+        (
+            drills.SHADOW.name,
+            partial(drills.shadow, drills.SHADOW, cp, workloads, needles, probe),
+        ),
     ]
     return _outcomes(performed, figures)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from e2e import secretsearch
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import Obj, wait_for
+from e2e.controlplane.kube import Obj, condition, wait_for
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_gateway.naming import GatewayNames
 from sim import pki
@@ -312,6 +312,92 @@ class Versions(threading.Thread):
                 if needle in json.dumps(obj)
             }
         )
+
+
+# The public gateway's caller-key selector (examples/fleet/30-gateways.yaml).
+CALLER_KEYS_LABEL = {"auth.fleet.example.com/gateway": "public"}
+CALLER_KEYS = "public-gateway-callers"  # examples/fleet/10-secrets.yaml
+
+
+@dataclass(frozen=True)
+class Shadow:
+    """A second caller-key Secret the public gateway selects, claiming a caller it already has."""
+
+    name: str
+    secret: str
+    caller: str
+    value: str
+
+
+SHADOW = Shadow(
+    "a caller claimed by a second caller-key Secret",
+    "public-gateway-callers-shadow",
+    "team-a",
+    "fg-key-team-a-shadow-4d1a7e",
+)
+
+
+def shadow(
+    drill: Shadow, cp: Cluster, workloads: list[Cluster], needles: dict[str, str], probe: Probe
+) -> Outcome:
+    """Create ``drill.secret`` beside the gateway's own: while two Secrets claim the caller,
+    neither of its keys authenticates (401), every other caller is answered, and
+    InferenceGateway public reads CallerKeysUnique False naming both Secrets (issue 52,
+    item 3). Deleting the second Secret answers the caller's own key again.
+    """
+    start = time.monotonic()
+    own = cp.admin.get("v1", "Secret", CALLER_KEYS, SYSTEM_NAMESPACE)
+    if own is None:
+        raise RuntimeError(f"{drill.name}: Secret {SYSTEM_NAMESPACE}/{CALLER_KEYS} is missing")
+    keys = _decoded(own)
+    needles.update(
+        secretsearch.of_value(f"Secret {drill.secret} after '{drill.name}'", drill.value)
+    )
+    claimed = {drill.caller: keys[drill.caller], f"{drill.caller} (shadow)": drill.value}
+    created = time.monotonic()
+    cp.admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": drill.secret,
+                "namespace": SYSTEM_NAMESPACE,
+                "labels": CALLER_KEYS_LABEL,
+            },
+            "data": {drill.caller: base64.b64encode(drill.value.encode()).decode()},
+        }
+    )
+    refused_after, problems = _refused(claimed, probe, created)
+    others = {c: k for c, k in keys.items() if c != drill.caller}
+    problems += [
+        f"caller {c} was answered {code} while {drill.caller} was claimed twice"
+        for c, code in ((c, probe(k)) for c, k in others.items())
+        if code != 200
+    ]
+
+    def said() -> list[str]:
+        gateway = cp.admin.get(fleet.API, "InferenceGateway", "public") or {}
+        found = condition(gateway, "CallerKeysUnique") or {}
+        message = str(found.get("message", ""))
+        named = all(name in message for name in (CALLER_KEYS, drill.secret))
+        return [message] if found.get("status") == "False" and named else []
+
+    try:
+        wait_for(f"{drill.name}: CallerKeysUnique to name both Secrets", said, PROPAGATE_TIMEOUT_S)
+    except TimeoutError as unsaid:
+        problems.append(str(unsaid))
+    cp.admin.delete("v1", "Secret", drill.secret, SYSTEM_NAMESPACE)
+
+    def answered() -> list[str]:
+        return [drill.caller] if probe(keys[drill.caller]) == 200 else []
+
+    holders = wait_for(
+        f"{drill.name}: {drill.caller}'s own key answered", answered, PROPAGATE_TIMEOUT_S
+    )
+    fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+    took = time.monotonic() - start
+    hits = fleet.secrets_at_rest(cp, needles)
+    return Outcome(drill.name, took, holders, hits, refused_after, problems)
 
 
 # How long the fleet may take to converge after a lost copy comes back before Envoy

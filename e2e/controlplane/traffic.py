@@ -104,10 +104,13 @@ class _Forwarded(httpx2.HTTPTransport):
         return super().handle_request(request)
 
 
-def public_gateway(driver: ControlPlane) -> Front:
-    """The public gateway, with the certificate and caller keys its Secrets on the control
-    plane hold now (drills replace and revoke them)."""
-    (route,) = (r for r in driver.routes() if r.gateway == GATEWAY and r.service[2] == "chat")
+def public_gateway(driver: ControlPlane, cluster: str | None = None) -> Front:
+    """The public gateway on ``cluster`` (by default, where it serves the model), with the
+    certificate and caller keys its Secrets on the control plane hold now (drills replace
+    and revoke them)."""
+    if cluster is None:
+        (route,) = (r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE)
+        cluster = route.cluster
     spec = driver.xrs()[("InferenceGateway", "", GATEWAY)]["spec"]
     (tls,) = spec["tls"]["certificateRefs"]
     namespace = SYSTEM_NAMESPACE
@@ -119,7 +122,7 @@ def public_gateway(driver: ControlPlane) -> Front:
         for caller, key in _data(secret).items()
     }
     certificate = driver.cp.admin.get("v1", "Secret", tls["name"], namespace)
-    proxy = proxies.on(route.cluster).of(f"{namespace}/fleetgate-gw-{GATEWAY}")
+    proxy = proxies.on(cluster).of(f"{namespace}/fleetgate-gw-{GATEWAY}")
     return Front(spec["hostname"], proxy, _data(certificate or {})["tls.crt"], keys)
 
 
@@ -141,16 +144,22 @@ def _engine_took(driver: ControlPlane, prompt: str) -> bool:
 
 def prober(driver: ControlPlane) -> Callable[[str], int]:
     """What the public gateway answers a completion asked with a caller key: its status
-    (0 when no answer came at all)."""
-    public = public_gateway(driver)
-    clients: dict[str, openai.OpenAI] = {}
+    (0 when no answer came at all).
+
+    Each probe trusts the certificate the gateway's TLS Secret holds at that moment, as a
+    client told of a rotation would: a drill replaces it, and a client still trusting the
+    old one is refused at the handshake once Envoy drains its connections."""
+    cluster = public_gateway(driver).proxy.cluster
+    fronts: dict[tuple[str, int], Front] = {}
+    clients: dict[tuple[str, int, str], openai.OpenAI] = {}
 
     def status(key: str) -> int:
-        client = clients.setdefault(key, public.client(key))
-        try:
-            return ask(client, "who am I").status
-        except openai.APIConnectionError:
-            return 0
+        now = public_gateway(driver, cluster)
+        serving = (now.certificate, id(now.proxy))  # a new pod is a new Proxy
+        front = fronts.setdefault(serving, now)
+        if (*serving, key) not in clients:
+            clients[(*serving, key)] = front.client(key)
+        return ask(clients[(*serving, key)], "who am I").status
 
     return status
 
@@ -233,7 +242,8 @@ def refusals(front: Front) -> list[str]:
 
 
 class Answer(NamedTuple):
-    """What the gateway answered: the status, and for a refusal its JSON body."""
+    """What the gateway answered: the status (0 when no answer came at all), and for a
+    refusal its JSON body."""
 
     status: int
     body: Obj
@@ -243,6 +253,8 @@ def ask(client: openai.OpenAI, prompt: str) -> Answer:
     """A completion of ``prompt`` asked of ``MODEL``."""
     try:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+    except openai.APIConnectionError as err:
+        return Answer(0, {"unanswered": str(err)})
     except openai.APIStatusError as err:
         try:
             return Answer(err.status_code, dict(err.response.json()))
