@@ -600,13 +600,19 @@ def priority_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
 
 
 def _routes(t: Translation, gateway: str, route: str) -> Iterator[Obj]:
+    for _, r in _configured_routes(t, gateway, route):
+        yield r
+
+
+def _configured_routes(t: Translation, gateway: str, route: str) -> Iterator[tuple[str, Obj]]:
+    """``route``'s xDS routes, each with its route configuration's name (its listener's)."""
     for rc in t.route_configs(gateway, SYSTEM_NAMESPACE):
         for vh in rc.get("virtualHosts") or []:
             for r in vh.get("routes") or []:
                 if str(r.get("name", "")).startswith(
                     f"httproute/{SYSTEM_NAMESPACE}/{route}/rule/0/"
                 ):
-                    yield r
+                    yield str(rc.get("name")), r
 
 
 def failover_problems(fleet: Fleet, clusters: dict[str, Cluster]) -> list[str]:
@@ -762,31 +768,53 @@ def route_rate_limits(t: Translation, gateway: str, route: str) -> list[Counted]
     """The rate limits on ``route``'s xDS routes that count per caller, in order.
 
     Envoy Gateway puts a route's own rules under the listener's rate-limit
-    filter and each shared (Gateway) policy's under a filter of its own
-    (internal/xds/translator/ratelimit.go:173-330 at v1.8.3): both are read.
+    filter and each shared (Gateway) policy's under a filter of its own, in
+    the route's per-filter config; but when the rules include a shared one and
+    none has a cost (a gateway limiting requests only), it puts them all on the
+    route action instead, for every filter to send under its own domain
+    (internal/xds/translator/ratelimit.go:173-203 and 338-358 at v1.8.3): both
+    places are read.
     """
     found = []
-    for r in _routes(t, gateway, route):
+    for listener, r in _configured_routes(t, gateway, route):
         for name, config in sorted((r.get("typedPerFilterConfig") or {}).items()):
-            if not name.startswith(RATE_LIMIT):
-                continue
-            for limit in config.get("rateLimits") or []:
-                actions = limit.get("actions") or []
-                reads = [f for f in map(_reads_caller, actions) if f is not None]
-                if not reads:
-                    continue
-                patterns = [p for p in map(_narrowing, actions) if p is not None]
-                hits = limit.get("hitsAddend") or {}
-                adds = str(hits.get("number", "1"))
-                if limit.get("applyOnStreamDone"):
-                    adds = (
-                        str(hits.get("format", ""))
-                        .removeprefix(f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:")
-                        .removesuffix(")%")
-                    )
-                pattern = patterns[0] if patterns else None
-                found.append(Counted(config["domain"], pattern, adds, reads[0]))
-    return found
+            if name.startswith(RATE_LIMIT):
+                domain = str(config["domain"])
+                found += [_counted(limit, domain) for limit in config.get("rateLimits") or []]
+        for limit in (r.get("route") or {}).get("rateLimits") or []:
+            found.append(_counted(limit, _registered_domain(limit, str(r.get("name")), listener)))
+    return [counted for counted in found if counted is not None]
+
+
+def _registered_domain(limit: Obj, route: str, listener: str) -> str:
+    """The one domain whose rate-limit service configuration holds a route action's limit.
+
+    Its first action names its rule: the route itself for a route's own rule
+    (counted under the listener's domain), else the shared rule's name, whose
+    policy's domain is that name less ``/rule/<n>`` (ratelimit.go:259-265,
+    279-288 and 1048-1053 at v1.8.3).
+    """
+    first = ((limit.get("actions") or [{}])[0].get("genericKey")) or {}
+    rule = str(first.get("descriptorKey", ""))
+    return listener if rule == route else rule.rsplit("/rule/", 1)[0]
+
+
+def _counted(limit: Obj, domain: str) -> Counted | None:
+    """A rate limit as a caller governance rule reads it; None when it is not per caller."""
+    actions = limit.get("actions") or []
+    reads = [f for f in map(_reads_caller, actions) if f is not None]
+    if not reads:
+        return None
+    patterns = [p for p in map(_narrowing, actions) if p is not None]
+    hits = limit.get("hitsAddend") or {}
+    adds = str(hits.get("number", "1"))
+    if limit.get("applyOnStreamDone"):
+        adds = (
+            str(hits.get("format", ""))
+            .removeprefix(f"%DYNAMIC_METADATA({AI_GATEWAY_METADATA_NAMESPACE}:")
+            .removesuffix(")%")
+        )
+    return Counted(domain, patterns[0] if patterns else None, adds, reads[0])
 
 
 def expected_rate_limits(domain: str, rules: list[Obj]) -> list[Counted]:

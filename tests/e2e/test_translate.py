@@ -355,6 +355,36 @@ def test_drill_a_limited_model_counts_each_caller_after_authentication(limited: 
         assert check(limited, drilled) == []
 
 
+@pytest.fixture(scope="module")
+def requests_only(fleet: Fleet) -> Fleet:
+    """The fleet with the public gateway limiting requests only: no cost anywhere."""
+    edited = copy.deepcopy(fleet)
+    gateway = copy.deepcopy(edited.sources[("InferenceGateway", "", "public")])
+    gateway["spec"]["auth"]["limits"] = [{"requests": 600, "per": "Minute"}]
+    edited.apply(gateway)
+    edited.converge()
+    return edited
+
+
+def test_drill_a_gateway_limiting_requests_only_counts_each_caller(requests_only: Fleet) -> None:
+    """Shared rules without a cost sit on the route action, not in the per-filter config
+    (Envoy Gateway v1.8.3): the check reads them there, and each caller is counted."""
+    drilled = dataplane.translate_fleet(requests_only)
+    objects = translate.cluster_objects(requests_only)[PUBLIC]
+    route = _public_route(drilled)
+    gateway = names.fleet_gateway("public")
+    failover = f"{gateway}-failover"
+    expected = dataplane.expected_rate_limits(
+        f"{SYSTEM_NAMESPACE}/{failover}", _rate_limit_rules(objects, failover)
+    )
+    assert [c.adds for c in expected] == ["1"]
+    t = drilled[PUBLIC].result
+    xds = list(dataplane._routes(t, gateway, route))
+    assert xds
+    assert all(r["route"].get("rateLimits") for r in xds), xds
+    assert dataplane.rate_limit_problems(t, gateway, route, "https", expected) == []
+
+
 def test_drill_without_the_answer_patches_answers_count_by_the_header(limited: Fleet) -> None:
     """The gateway's patch (its cost limit) and the route's (team-b's tokens) are what keep
     every answer counted: without them egctl's xDS counts answers by the caller header."""
