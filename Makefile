@@ -197,13 +197,31 @@ AIGW_BUILD := .cache/aigateway-build
 AI_GATEWAY_CONTROLLER := $(BIN)/ai-gateway-$(AIGW_VERSION)/controller
 AI_GATEWAY_EXTPROC := $(BIN)/ai-gateway-$(AIGW_VERSION)/extproc
 controlplane-bins: $(AI_GATEWAY_CONTROLLER) $(AI_GATEWAY_EXTPROC)
+# $(call aigw_module,folder): that scratch copy, in folder, ready to build in.
+aigw_module = rm -rf $(1) && mkdir -p $(1) && cp tools/aigateway/go.mod tools/aigateway/go.sum $(1)/ && \
+  cd $(1) && { go mod download github.com/envoyproxy/ai-gateway 2>/dev/null || \
+  go mod edit -replace github.com/envoyproxy/ai-gateway=$(AIGW_SOURCE); }
 $(AI_GATEWAY_CONTROLLER) $(AI_GATEWAY_EXTPROC) &: tools/aigateway/go.mod tools/aigateway/go.sum
-	rm -rf $(AIGW_BUILD) && mkdir -p $(AIGW_BUILD) $(@D)
-	cp tools/aigateway/go.mod tools/aigateway/go.sum $(AIGW_BUILD)/
-	cd $(AIGW_BUILD) && { go mod download github.com/envoyproxy/ai-gateway 2>/dev/null || \
-	  go mod edit -replace github.com/envoyproxy/ai-gateway=$(AIGW_SOURCE); } && \
-	  CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$(@D)/ \
+	mkdir -p $(@D)
+	$(call aigw_module,$(AIGW_BUILD)) && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$(@D)/ \
 	    github.com/envoyproxy/ai-gateway/cmd/controller github.com/envoyproxy/ai-gateway/cmd/extproc
+
+## llmcostcel: AI Gateway's own CEL for cost expressions (internal/llmcostcel at the same tag),
+## which the tests evaluate every cost expression Fleetgate writes with
+## (e2e/llmcostcel.py). An internal package is importable only from inside its module, so
+## tools/aigateway/_llmcostcel/main.go is laid into the module for the build (-overlay),
+## never written there.
+LLMCOSTCEL := $(BIN)/llmcostcel-$(AIGW_VERSION)/llmcostcel
+LLMCOSTCEL_BUILD := .cache/llmcostcel-build
+$(LLMCOSTCEL): tools/aigateway/go.mod tools/aigateway/go.sum tools/aigateway/_llmcostcel/main.go
+	mkdir -p $(@D)
+	$(call aigw_module,$(LLMCOSTCEL_BUILD)) && \
+	  printf '{"Replace": {"%s/cmd/fleetgate-llmcostcel/main.go": "%s"}}' \
+	    "$$(go list -m -f '{{.Dir}}' github.com/envoyproxy/ai-gateway)" \
+	    "$(CURDIR)/tools/aigateway/_llmcostcel/main.go" > overlay.json && \
+	  CGO_ENABLED=0 $(GOBUILD) -overlay overlay.json -o $(CURDIR)/$@ \
+	    github.com/envoyproxy/ai-gateway/cmd/fleetgate-llmcostcel
+deps: $(LLMCOSTCEL)
 
 ## promtool: Prometheus's rule checker and rule unit-test runner, which judge every
 ## PrometheusRule Fleetgate composes (tests/e2e/test_failover_alerts.py). Built without the

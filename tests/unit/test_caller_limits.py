@@ -5,22 +5,21 @@ caller names) and become a BackendTrafficPolicy on the route AI Gateway
 generates; an InferenceGateway's ``spec.auth.limits`` become rules of its own
 traffic policy, shared by every route; a ModelEndpoint's ``spec.pricing``
 becomes the CEL cost AI Gateway computes per response. The CEL is evaluated
-here with cel-python; what Envoy Gateway makes of the policies is checked by
-its own translator (tests/e2e/test_translate.py) and the real rate-limit
-service (make e2e).
+here by AI Gateway's own evaluator (e2e/llmcostcel.py); what Envoy Gateway
+makes of the policies is checked by its own translator
+(tests/e2e/test_translate.py) and the real rate-limit service (make e2e).
 """
 
 import copy
 import json
 import math
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-import celpy
 import pytest
-from celpy import celtypes
 
-from e2e import ratelimits, validate
+from e2e import llmcostcel, ratelimits, validate
 from fleetgate.core import governance, names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.governance import (
@@ -547,16 +546,12 @@ def test_a_refusal_is_json_naming_the_model_and_rule_never_a_caller(status: int)
 
 # --- what a response costs -------------------------------------------------------------
 
-ENV = celpy.Environment()
 
-
-def evaluate(expression: str, backend: str, tokens: dict[str, int]) -> int:
-    program = ENV.program(ENV.compile(expression))
-    activation: dict[str, Any] = {"backend": celtypes.StringType(backend)}
-    activation |= {k: celtypes.UintType(v) for k, v in tokens.items()}
-    result = program.evaluate(activation)
-    assert isinstance(result, celtypes.UintType), "AI Gateway takes a uint (or a non-negative int)"
-    return int(result)
+@pytest.fixture(scope="module")
+def ai_gateway() -> Iterator[llmcostcel.Evaluator]:
+    """Envoy AI Gateway's own cost evaluation, at the pinned tag."""
+    with llmcostcel.Evaluator() as evaluator:
+        yield evaluator
 
 
 def ref(index: int) -> str:
@@ -583,17 +578,19 @@ TOKENS = {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 500
     ],
 )
 def test_the_cost_is_priced_by_the_backend_that_answered(
-    backend: str, scale: int, expected: int
+    ai_gateway: llmcostcel.Evaluator, backend: str, scale: int, expected: int
 ) -> None:
     expression = governance.cost_expression([(1, GPT), (3, SMALL)], scale)
-    assert evaluate(expression, backend, TOKENS) == expected
+    assert ai_gateway.cost(expression, backend, **TOKENS) == expected
 
 
-def output_priced(price: str, scale: int, output_tokens: int) -> int:
+def output_priced(
+    ai_gateway: llmcostcel.Evaluator, price: str, scale: int, output_tokens: int
+) -> int:
     """What ``output_tokens`` at ``price`` per million count against a ``scale`` counter."""
     expression = governance.cost_expression([(0, Pricing(output_tokens=price))], scale)
     tokens = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": output_tokens}
-    return evaluate(expression, ref(0), tokens)
+    return ai_gateway.cost(expression, ref(0), **tokens)
 
 
 @pytest.mark.parametrize(
@@ -612,13 +609,15 @@ def output_priced(price: str, scale: int, output_tokens: int) -> int:
     ],
 )
 def test_a_response_counts_its_cost_rounded_up_so_a_cheap_one_is_never_free(
-    price: str, scale: int, output_tokens: int, expected: int
+    ai_gateway: llmcostcel.Evaluator, price: str, scale: int, output_tokens: int, expected: int
 ) -> None:
-    assert output_priced(price, scale, output_tokens) == expected
+    assert output_priced(ai_gateway, price, scale, output_tokens) == expected
 
 
 @pytest.mark.parametrize("scale", governance.COST_KEYS)
-def test_the_rounding_up_is_exact_for_every_price_and_token_count(scale: int) -> None:
+def test_the_rounding_up_is_exact_for_every_price_and_token_count(
+    ai_gateway: llmcostcel.Evaluator, scale: int
+) -> None:
     # Integer arithmetic within uint64 up to AI Gateway's largest token
     # counts (uint32) at the largest price: never an overflow, never an ulp.
     most = 2**32 - 1
@@ -634,16 +633,18 @@ def test_the_rounding_up_is_exact_for_every_price_and_token_count(scale: int) ->
             }
             priced = (input_tokens - cached + output) * Decimal(price) + cached * Decimal("0.3")
             exact = math.ceil(priced * scale / governance.PER_MILLION)
-            assert evaluate(expression, ref(0), tokens) == exact, (price, tokens)
+            assert ai_gateway.cost(expression, ref(0), **tokens) == exact, (price, tokens)
 
 
-def test_cached_tokens_above_the_input_count_never_go_negative() -> None:
+def test_cached_tokens_above_the_input_count_never_go_negative(
+    ai_gateway: llmcostcel.Evaluator,
+) -> None:
     expression = governance.cost_expression([(0, GPT)], 1_000_000)
     tokens = {"input_tokens": 10, "cached_input_tokens": 20, "output_tokens": 0}
-    assert evaluate(expression, ref(0), tokens) == 25
+    assert ai_gateway.cost(expression, ref(0), **tokens) == 25
 
 
-def test_the_route_prices_each_endpoint_it_routes_to() -> None:
+def test_the_route_prices_each_endpoint_it_routes_to(ai_gateway: llmcostcel.Evaluator) -> None:
     xr = service(entry(1, 0, provider="openai"), entry(1, 1, provider="small"))
     priced = {"inputTokens": "2.5", "outputTokens": "10"}
     required = fleet(
@@ -661,8 +662,8 @@ def test_the_route_prices_each_endpoint_it_routes_to() -> None:
         "type": "CachedInputToken",
     }
     cel = costs["cost"]["cel"]
-    assert evaluate(cel, ref(0), {**TOKENS, "cached_input_tokens": 0}) == 7500
-    assert evaluate(cel, ref(1), TOKENS) == 0
+    assert ai_gateway.cost(cel, ref(0), **{**TOKENS, "cached_input_tokens": 0}) == 7500
+    assert ai_gateway.cost(cel, ref(1), **TOKENS) == 0
 
 
 @pytest.mark.parametrize("price", ["-1", "1e3", "1,5", "12345678", "0.0000001"])
@@ -675,14 +676,12 @@ def test_a_bad_price_is_a_fatal_result_naming_the_field(price: str) -> None:
     assert "spec.pricing.inputTokens" in out.fatal[0]
 
 
-def test_every_decimal_the_xrd_takes_is_exact_in_cel() -> None:
+def test_every_decimal_the_xrd_takes_is_exact_in_cel(ai_gateway: llmcostcel.Evaluator) -> None:
     # Prices go into CEL as doubles: six decimals of a price up to 10^7 stay exact
     # enough that a million tokens cost the price to the millionth.
     for price in ("9999999.999999", "0.000001", "2.5"):
         expression = governance.cost_expression([(0, Pricing(output_tokens=price))], 1_000_000)
-        cost = evaluate(
-            expression,
-            ref(0),
-            {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 1_000_000},
+        cost = ai_gateway.cost(
+            expression, ref(0), input_tokens=0, cached_input_tokens=0, output_tokens=1_000_000
         )
         assert cost == Decimal(price) * 1_000_000
