@@ -11,7 +11,7 @@ CROSSPLANE := $(BIN)/crossplane
 XRDCHECK := $(BIN)/xrdcheck
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
-SOURCES := functions tests e2e sim package bench
+SOURCES := functions tests e2e oracles schemas tools sim package bench
 
 .PHONY: render examples generate apis examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
 
@@ -28,9 +28,9 @@ examples: deps
 ## examples; `make test` fails while a regeneration would change any of it
 generate: examples-update
 
-## apis: write each XRD's spec (apis/*/definition.yaml) from the kinds' models (e2e/xrds.py)
+## apis: write each XRD's spec (apis/*/definition.yaml) from the kinds' models (schemas/xrds.py)
 apis: $(VENV)/.installed
-	$(PY) -m e2e.xrds
+	$(PY) -m schemas.xrds
 
 ## examples-update: regenerate the examples' observed.yaml and expect.yaml from the functions
 ## (e2e/snapshots.py), through the XRDs as `make apis` writes them
@@ -100,10 +100,10 @@ $(CROSSPLANE): tools/go.mod tools/go.sum
 	mv $(BIN)/crank $@
 
 ## xrdcheck: the API server's own CRD validation (structural schema, defaults, CEL rules and
-## their estimated cost), run on the XRDs by tests/e2e/test_xrds.py; pinned by e2e/xrdcheck/go.mod
-$(XRDCHECK): e2e/xrdcheck/main.go e2e/xrdcheck/go.mod e2e/xrdcheck/go.sum
+## their estimated cost), run on the XRDs by tests/e2e/test_xrds.py; pinned by schemas/xrdcheck/go.mod
+$(XRDCHECK): schemas/xrdcheck/main.go schemas/xrdcheck/go.mod schemas/xrdcheck/go.sum
 	mkdir -p $(BIN)
-	cd e2e/xrdcheck && nice -n 10 go build -o $(CURDIR)/$@ .
+	cd schemas/xrdcheck && nice -n 10 go build -o $(CURDIR)/$@ .
 
 ## Binaries of the real control plane (make e2e) and of Envoy Gateway's translator, each built
 ## from the Go module proxy at the version its tools/**/go.mod pins (checksummed by go.sum) and
@@ -208,7 +208,7 @@ $(AI_GATEWAY_CONTROLLER) $(AI_GATEWAY_EXTPROC) &: tools/aigateway/go.mod tools/a
 
 ## llmcostcel: AI Gateway's own CEL for cost expressions (internal/llmcostcel at the same tag),
 ## which the tests evaluate every cost expression Fleetgate writes with
-## (e2e/llmcostcel.py). An internal package is importable only from inside its module, so
+## (oracles/llmcostcel.py). An internal package is importable only from inside its module, so
 ## tools/aigateway/_llmcostcel/main.go is laid into the module for the build (-overlay),
 ## never written there.
 LLMCOSTCEL := $(BIN)/llmcostcel-$(AIGW_VERSION)/llmcostcel
@@ -289,7 +289,7 @@ routes:
 
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
-	$(PY) -m e2e.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))
+	$(PY) -m schemas.crds --dest $(CRDS) $(if $(wildcard $(SHARED_CRDS)),--check-shared $(SHARED_CRDS))
 
 ## crane: go-containerregistry's crane at the version tools/crane/go.mod pins, which assembles
 ## each function's runtime image from the layers (package/oci.py)

@@ -12,12 +12,14 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
-from e2e import fleetdrills, functions, render, secretsearch, validate
+from e2e import fleetdrills, functions, render
 from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
 from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER
 from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
+from oracles import secretsearch
+from schemas import validate
 from sim import catalog, pipeline
 
 AI_GATEWAY = "aigateway.envoyproxy.io/v1beta1"

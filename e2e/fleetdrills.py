@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
-from e2e import promtool
 from e2e.driver import Driver, Ref, Route, published_client_cas, trust_problems
 from e2e.fleet import Obj, XRKey, describe
 from fleetgate.core import names
@@ -36,6 +35,7 @@ from fleetgate.core.metrics import COST_RATE
 from fleetgate.inference_cluster.stack import EG_NAMESPACE
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 from fleetgate.model_service.naming import Service, alerts_rule_name
+from oracles import promtool
 
 Drill = Callable[[Driver], list[str]]
 CLUSTER_LABEL = "fleetgate.dev/cluster"

@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from e2e import functions, pinned, snapshots, validate
+from e2e import functions, snapshots
+from schemas import validate
 from sim.catalog import REPO, Example, discover, registry
+from tools import pinned
 
 RENDER_TIMEOUT_S = 120
 

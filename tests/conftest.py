@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from e2e import validate
+from schemas import validate
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

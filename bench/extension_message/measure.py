@@ -19,7 +19,7 @@ one's ModelRoute objects on that cluster, copied with the service name changed
 to another of the same length (checked: the second real service and the copy
 standing for it give the same clusters, listeners and routes to the byte, and
 secrets within the few bytes by which any two calls differ, each issuing fresh
-certificates). e2e.translate.cluster_input adds what the cluster holds; egctl
+certificates). oracles.translate.cluster_input adds what the cluster holds; egctl
 checks every route, backend and policy is accepted.
 
 Above 16 backends a route cannot be served: AI Gateway puts every backendRef
@@ -63,10 +63,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench.world import long_name
-from e2e import dataplane, functions, translate
+from e2e import functions
 from e2e.fleet import Fleet, Obj, XRKey
 from fleetgate.core import names
 from fleetgate.core.constants import API_VERSION, SYSTEM_NAMESPACE
+from oracles import dataplane, translate
 from sim.controllers import patched
 
 HERE = Path(__file__).resolve().parent
@@ -152,7 +153,7 @@ def pool(t: Template) -> Iterator[Obj]:
 
 
 def remote(fleet: Fleet, key: XRKey) -> list[Obj]:
-    """What one XR composed onto the public gateway's cluster, as e2e.translate reads it."""
+    """What one XR composed onto the public gateway's cluster, as oracles.translate reads it."""
     out = []
     for obj in fleet.composed.get(key, {}).values():
         manifest = translate._manifest(obj)

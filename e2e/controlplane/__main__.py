@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
-from e2e import fleetcheck, fleetdrills, secretsearch
+from e2e import fleetcheck, fleetdrills
 from e2e.controlplane import (
     badinput,
     calls,
@@ -46,6 +46,7 @@ from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
 from e2e.fleet import documents
+from oracles import secretsearch
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"

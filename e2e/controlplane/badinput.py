@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2e import xrds
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import ApiError, Obj, wait_for
+from schemas import xrds
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = "malformed-"

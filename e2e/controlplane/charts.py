@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from e2e import pinned
 from e2e.controlplane.clusters import binary
 from e2e.controlplane.kube import Obj
 from fleetgate.inference_cluster import stack
+from tools import pinned
 
 REPO = Path(__file__).resolve().parents[2]
 KUBERNETES = ("k8s.io/kubernetes", REPO / "tools" / "controlplane" / "kubernetes")

@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from e2e import secretsearch
 from e2e.controlplane import fleet
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.kube import Obj, condition, wait_for
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_gateway.naming import GatewayNames
+from oracles import secretsearch
 from sim import pki
 
 PUBLIC_HOSTNAME = "api.fleet.example.com"  # examples/fleet/30-gateways.yaml

@@ -47,13 +47,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from e2e import pinned, xrds
 from e2e.controlplane import calls, charts
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.kube import Obj, mount_secret
 from e2e.controlplane.processes import Namespace, Supervisor
 from fleetgate.inference_cluster import stack
 from fleetgate.inference_cluster.stack import AIGW_EXTENSION_HOST, AIGW_EXTENSION_PORT
+from schemas import xrds
+from tools import pinned
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = "github.com/envoyproxy/gateway"

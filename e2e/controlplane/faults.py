@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2e import xrds
 from e2e.controlplane import calls, drills, envoygateway, fleet, packages
 from e2e.controlplane.clusters import Cluster
 from e2e.controlplane.driver import ControlPlane
@@ -44,6 +43,7 @@ from e2e.fleet import XRKey
 from fleetgate.core import reachability
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from package import build
+from schemas import xrds
 from sim import catalog
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import yaml
 
-from e2e import pinned
 from e2e.controlplane import charts
 from e2e.controlplane.clusters import Cluster, binary
 from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
@@ -27,6 +26,7 @@ from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
 from package import build
 from sim import pki
+from tools import pinned
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist" / "package"

@@ -42,7 +42,7 @@ network plugin enforces its NetworkPolicy). Where a drill needs counts no
 request could reach in its time (a day's tokens, a month's budget) it calls
 the service itself with the descriptors Envoy would send
 (``should_rate_limit``, over the service's HTTP ``/json`` endpoint, which
-answers with the same ShouldRateLimit as its gRPC API; e2e/ratelimits.py
+answers with the same ShouldRateLimit as its gRPC API; oracles/ratelimits.py
 computes the descriptors from the route's xDS).
 """
 
@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
-from e2e import ratelimits, translate
 from e2e.controlplane import envoygateway, pods, proxies
 from e2e.controlplane.clusters import Cluster, binary, place_binary
 from e2e.controlplane.driver import ControlPlane
@@ -64,8 +63,6 @@ from e2e.controlplane.kube import Obj, wait_for
 from e2e.controlplane.processes import Namespace, Process, Supervisor, wait_listening
 from e2e.fleet import XRKey
 from e2e.fleetdrills import restricted
-from e2e.ratelimits import Descriptor
-from e2e.translate import Translation
 from fleetgate.core import governance, names
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
@@ -75,6 +72,9 @@ from fleetgate.core.constants import (
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.inference_cluster import stack
+from oracles import ratelimits, translate
+from oracles.ratelimits import Descriptor
+from oracles.translate import Translation
 
 if TYPE_CHECKING:  # traffic reaches this module through network: no import at run time
     from e2e.controlplane.traffic import Answer
@@ -455,7 +455,7 @@ def drill(
     its 1000 tokens a day, and its next request is refused for them. The
     gateway's monthly cost budget (no request could use it up in the drill's
     time) is asked of the service directly, with the descriptors the
-    translated xDS says Envoy sends (e2e/ratelimits.py): what each caller's
+    translated xDS says Envoy sends (oracles/ratelimits.py): what each caller's
     answers from the fleet's engines cost (``spent``, by the usage records) is
     counted against it, a third party's too; it holds for the month and is each
     caller's own. The restriction

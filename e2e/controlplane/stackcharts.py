@@ -4,7 +4,7 @@ provider-helm cannot be built here, so the Releases compose-inference-cluster
 writes are never installed. Envoy Gateway's and trust-manager's charts are
 rendered with the stack's values and their controllers run from the result
 (envoygateway.py, workloads.py). cert-manager's controller cannot run, but
-its chart (in the module the pinned CRDs come from, e2e/crds/go.mod) can be
+its chart (in the module the pinned CRDs come from, schemas/crds/go.mod) can be
 rendered: Helm checks the stack's values against the chart's
 values.schema.json, and the controller must be started with
 ``--enable-certificate-owner-ref=true`` (templates/deployment.yaml:143-145,
@@ -44,7 +44,7 @@ CAINJECTOR = "cert-manager-cainjector"  # cainjector's container in cert-manager
 def cert_manager() -> str | None:
     """None when the stack's values give cert-manager's controller owner references and
     run its cainjector; otherwise what is wrong."""
-    module = charts.module_dir("github.com/cert-manager/cert-manager", REPO / "e2e" / "crds")
+    module = charts.module_dir("github.com/cert-manager/cert-manager", REPO / "schemas" / "crds")
     try:
         objects = charts.render(
             module / "deploy" / "charts" / "cert-manager",

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import coreschemas
+from schemas import coreschemas
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Port": {"format": "int-or-string", "oneOf": [{"type": "integer"}, {"type": "string"}]},

@@ -1,4 +1,4 @@
-"""e2e.crds: the pinned upstream CRD set, fetched and laid out like ``shared/crds``.
+"""schemas.crds: the pinned upstream CRD set, fetched and laid out like ``shared/crds``.
 
 A fetch that fails is a test failure, never a skip. Only the byte-for-byte
 comparison with the shared folder skips, and only when that folder is absent.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e import crds
+from schemas import crds
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +74,7 @@ def test_fetch_repairs_an_edited_file(fetched: Path, tmp_path: Path) -> None:
 
 def test_fetch_refuses_a_foreign_folder(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(crds.FetchError, match=re.escape("not written by e2e.crds")):
+    with pytest.raises(crds.FetchError, match=re.escape("not written by schemas.crds")):
         crds.fetch(tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import functions, render, secretsearch
+from e2e import functions, render
+from oracles import secretsearch
 from sim import catalog
 
 EXAMPLES = catalog.discover()

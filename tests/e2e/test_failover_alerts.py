@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import promtool
 from fleetgate.core import metrics
 from fleetgate.inference_cluster import dashboard
 from fleetgate.model_service.alerts import (
@@ -31,6 +30,7 @@ from fleetgate.model_service.alerts import (
 )
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import FAILOVER_ALERTS_KEY
+from oracles import promtool
 from sim import catalog
 from tests.support import request, run
 from tests.support.model_service import manifest

@@ -3,7 +3,7 @@
 One HTTPRoute with a BackendTrafficPolicy of five global rules (a distinct
 caller, two exact/regex header matches, an inverted match, a rule for all
 traffic, a distinct caller with a request and a response cost) goes through
-egctl (e2e.translate, the pinned Envoy Gateway); e2e.ratelimits evaluates the
+egctl (oracles.translate, the pinned Envoy Gateway); oracles.ratelimits evaluates the
 xDS route it answers for several requests. The expected descriptors follow
 internal/xds/translator/ratelimit.go at v1.8.3: the route's generic key first,
 then one entry per match, keyed ``rule-<rule>-match-<match>``.
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e import ratelimits, translate
 from e2e.controlplane import ratelimit
 from e2e.fleet import Obj
-from e2e.ratelimits import Descriptor
+from oracles import ratelimits, translate
+from oracles.ratelimits import Descriptor
 
 ROUTE = "httproute/ns/chat/rule/0/match/0/api_example_com"
 DOMAIN = "ns/gw/http"  # the listener's IR name: namespace/gateway/listener

@@ -1,7 +1,7 @@
 """The settled fleet through Envoy Gateway's own translator (egctl experimental translate).
 
 The fleet is walked once; each workload cluster's objects go through egctl,
-and the data-plane facts (e2e.dataplane) are read from what it answers:
+and the data-plane facts (oracles.dataplane) are read from what it answers:
 statuses, listeners, TLS, clusters, priorities, retries. The drills remove
 what a cluster may lack for a while, or add what a user may get wrong, and
 check that the translator says so.
@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from e2e import dataplane, functions, render, translate
-from e2e.dataplane import Cluster
+from e2e import functions, render
 from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_gateway.naming import GatewayNames
 from fleetgate.model_service.composer import compose
+from oracles import dataplane, translate
+from oracles.dataplane import Cluster
 from sim.controllers import patch_applied
 from sim.loop import without_times
 from tests.support import request, run

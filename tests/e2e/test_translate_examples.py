@@ -2,7 +2,7 @@
 
 Each such example (a fleet gateway's front door, a cluster gateway) is
 rendered by the real Crossplane CLI, unwrapped with what its cluster would
-hold (e2e.translate.example_input: fresh CAs behind its Bundles, its required
+hold (oracles.translate.example_input: fresh CAs behind its Bundles, its required
 Secrets patched in) and translated by egctl: every listener, route and policy
 it composes must be accepted and resolved.
 
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import dataplane, functions, render, translate
+from e2e import functions, render
+from oracles import dataplane, translate
 from sim import catalog, loop
 from sim.catalog import COMPOSITION_RESOURCE_NAME
 from sim.controllers import World, as_stored

@@ -1,4 +1,4 @@
-"""e2e.validate against the real ``crossplane beta validate`` and the pinned CRD set.
+"""schemas.validate against the real ``crossplane beta validate`` and the pinned CRD set.
 
 Nothing here skips: a missing Crossplane CLI or CRD set makes these tests fail.
 Each case lists the errors it wants; each entry is the set of words that one
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import crds, validate
+from schemas import crds, validate
 
 Obj = dict[str, Any]
 
@@ -209,7 +209,7 @@ CASES = {
         [('unknown field: "spec"',), ("data.replicas", "must be of type string")],
     ),
     # Built-in kinds are checked against Kubernetes' own published schema
-    # (e2e/coreschemas.py), down to a container's fields.
+    # (schemas/coreschemas.py), down to a container's fields.
     "deployment with an unknown container field": Case(
         [deployment(containers=[{"name": "engine", "image": "vllm", "gpus": 1}])],
         [("objects[0] Deployment fleet/engine", "containers[0].gpus", 'unknown field: "gpus"')],

@@ -5,7 +5,7 @@ schema is not structural, whose defaults do not validate, or whose CEL rules
 do not compile in its environment or exceed its estimated-cost budget, and
 the XRD then never becomes Established. cel-python (tests/unit/test_xrd_cel.py)
 checks what the rules mean; this checks that an API server takes them, with
-its own code: ``xrdcheck`` (e2e/xrdcheck, built by ``make``) runs
+its own code: ``xrdcheck`` (schemas/xrdcheck, built by ``make``) runs
 apiextensions-apiserver's ValidateCustomResourceDefinition at the version the
 Crossplane CLI pins.
 """

@@ -20,14 +20,14 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from e2e import xrds
 from fleetgate.core import names
 from fleetgate.core.constants import SYSTEM_NAMESPACE
+from schemas import xrds
 from sim import pki
 from tests.hardening.harness import Obj, secret, walk, xr
 
 # --- what the XRDs allow ---------------------------------------------------------------
-# Enums and bounds are read from the XRDs (``e2e/xrds``), not spelt again here: a value
+# Enums and bounds are read from the XRDs (``schemas/xrds``), not spelt again here: a value
 # the API changes is generated at its new limit without an edit here.
 IC, IG, MS, ME, MD = (
     "InferenceCluster",
@@ -41,7 +41,7 @@ _BOUNDS = ("maximum", "maxLength", "maxItems", "maxProperties")
 
 
 def allowed(kind: str, path: str) -> st.SearchStrategy[Any]:
-    """Each value the XRD's enum at ``path`` (an ``e2e.xrds.walk`` path) allows."""
+    """Each value the XRD's enum at ``path`` (an ``schemas.xrds.walk`` path) allows."""
     return st.sampled_from(xrds.field(kind, path)["enum"])
 
 

@@ -25,9 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from e2e import secretsearch, validate
 from fleetgate.core.reconcile import MESSAGE_MAX
 from fleetgate.core.runner import encode, run_composer
+from oracles import secretsearch
+from schemas import validate
 from sim import catalog
 from tests.hardening import harness
 from tests.hardening.conftest import LOGGED

@@ -24,7 +24,7 @@ import yaml
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.fleetscale import ANSI, CALL_LINE
-from e2e import secretsearch
+from oracles import secretsearch
 from sim import catalog
 from sim.controllers import as_stored
 from tests.grpc.process import FUNCTIONS, insecure, raw_call, serving

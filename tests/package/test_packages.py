@@ -34,9 +34,9 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from e2e import render
 from e2e.functions import wait_for_port
-from e2e.validate import validate
 from fleetgate.inference_cluster import gaie_crds
 from package import build, debian, oci, wheels
+from schemas.validate import validate
 from sim import catalog, pki
 
 REPO = build.REPO

@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from e2e import crds
+from schemas import crds
 
 # The ai-dynamo 1.6.1 wheel on PyPI, pinned by its hash as go.sum pins a module.
 WHEEL = "ai_dynamo-1.6.1-py3-none-any.whl"

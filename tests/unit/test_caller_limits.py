@@ -5,7 +5,7 @@ caller names) and become a BackendTrafficPolicy on the route AI Gateway
 generates; an InferenceGateway's ``spec.auth.limits`` become rules of its own
 traffic policy, shared by every route; a ModelEndpoint's ``spec.pricing``
 becomes the CEL cost AI Gateway computes per response. The CEL is evaluated
-here by AI Gateway's own evaluator (e2e/llmcostcel.py); what Envoy Gateway
+here by AI Gateway's own evaluator (oracles/llmcostcel.py); what Envoy Gateway
 makes of the policies is checked by its own translator
 (tests/e2e/test_translate.py) and the real rate-limit service (make e2e).
 """
@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from e2e import llmcostcel, ratelimits, validate
 from fleetgate.core import governance, names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.governance import (
@@ -32,6 +31,8 @@ from fleetgate.core.kinds.governance import (
 )
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import is_route_key
+from oracles import llmcostcel, ratelimits
+from schemas import validate
 from tests.support import Outcome, request, run, secret
 from tests.support import inference_gateway as gw_support
 from tests.support.model_service import (

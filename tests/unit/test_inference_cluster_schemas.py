@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from e2e import validate
 from fleetgate.inference_cluster import stack
+from schemas import validate
 from tests.support.inference_cluster import (
     cluster_side,
     cluster_xr,

@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import crds
 from fleetgate.core import pacing
 from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
+from schemas import crds
 from sim import catalog
 from tests.support import request, run
 from tests.support.inference_cluster import (

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from e2e import functions, render, snapshots, validate
+from e2e import functions, render, snapshots
 from e2e.snapshots import whole
-from e2e.xrds import CATALOG_CRD
+from schemas import validate
+from schemas.xrds import CATALOG_CRD
 from sim import catalog
 from sim.catalog import Example
 from tests.support import Outcome, run_example

@@ -219,7 +219,7 @@ def test_the_picker_may_watch_the_pools_objectives_in_either_group(
     group: str, resource: str
 ) -> None:
     # llm-d-router v0.10.0 serves InferenceObjective and InferenceModelRewrite
-    # under llm-d.ai (its CRDs in e2e/crds/off-proxy); a watch the picker may not
+    # under llm-d.ai (its CRDs in schemas/crds/off-proxy); a watch the picker may not
     # list keeps its cache from syncing, and with it the pool from being served.
     role = picker_parts("LLMD", WORKLOAD())["picker-role"]
     assert {(group, resource, verb) for verb in ("get", "list", "watch")} <= grants(role)

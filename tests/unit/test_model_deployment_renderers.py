@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from e2e import crds, validate
 from fleetgate.core import names
 from fleetgate.core.constants import SERVED_MODEL_ENV
 from fleetgate.core.objects import remote_object
@@ -19,6 +18,7 @@ from fleetgate.core.observed import Observed
 from fleetgate.model_deployment import naming
 from fleetgate.model_deployment.providers import PROVIDERS, dynamo, kaito, kuberay
 from fleetgate.model_deployment.providers.base import Manifest, Workload
+from schemas import crds, validate
 from tests.support.dynamo import dynamo_schema, templates
 from tests.unit.test_model_deployment_builders import WORKLOAD
 

@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import validate
-from e2e.xrds import CATALOG_CRD
 from fleetgate.core.kinds.deployment import ModelDeploymentSpec
 from fleetgate.core.verdict import Verdict
 from fleetgate.model_deployment import rules
@@ -21,6 +19,8 @@ from fleetgate.model_deployment.catalog import BUNDLED, BUNDLED_DATA, ProviderCa
 from fleetgate.model_deployment.composer import compose
 from fleetgate.model_deployment.selection import Choice, choose
 from fleetgate.model_deployment.state import DeploymentStatus
+from schemas import validate
+from schemas.xrds import CATALOG_CRD
 from tests.support import Outcome, request, run
 from tests.unit.test_model_deployment import ARGS, cluster, deployment, remote
 

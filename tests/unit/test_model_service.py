@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
-from e2e import xrds
 from fleetgate.core import pacing
 from fleetgate.core.names import fleet_gateway
 from fleetgate.core.secrets import holder_name, is_holder
@@ -23,6 +22,7 @@ from fleetgate.model_service.naming import (
     model_route_key,
     model_route_name,
 )
+from schemas import xrds
 from sim import pipeline
 from tests.support import Outcome, request, run, secret
 from tests.support.model_service import (

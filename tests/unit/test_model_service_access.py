@@ -4,7 +4,7 @@ The ModelService resolves its callers (those named, and the keys of its groups'
 Secrets, read as key names only) into each ModelRoute; the ModelRoute composes
 a SecurityPolicy allowing exactly those on the HTTPRoute AI Gateway generates.
 What Envoy Gateway makes of that policy is checked by its own translator
-(tests/e2e/test_translate.py, e2e/dataplane.py).
+(tests/e2e/test_translate.py, oracles/dataplane.py).
 """
 
 import copy

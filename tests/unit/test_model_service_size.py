@@ -15,7 +15,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 
 from bench.settle import Reconciler, Settled
 from bench.workloads import Workload, service
-from e2e import xrds
+from schemas import xrds
 from sim.controllers import World
 
 # gRPC's default maximum message size, which Crossplane and the SDK keep.

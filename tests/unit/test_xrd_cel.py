@@ -25,8 +25,8 @@ import yaml
 from celpy.adapter import json_to_cel
 from pydantic import ValidationError
 
-from e2e import xrds
 from fleetgate.core.models import LabelSelector
+from schemas import xrds
 from sim import catalog
 
 # Every XRD's rules, ModelRoute's (internal, composed by ModelService) too.

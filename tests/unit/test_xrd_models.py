@@ -1,5 +1,5 @@
 """The API is defined once, in the models, and ``make apis`` writes each XRD's ``spec`` from
-them (``e2e.xrds``): the XRDs must be what it writes, and what it writes must be what
+them (``schemas.xrds``): the XRDs must be what it writes, and what it writes must be what
 pydantic validates.
 
 The second check reads the model through pydantic's own JSON schema
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from e2e import xrds
 from fleetgate.core import kinds
+from schemas import xrds
 
 KINDS = list(kinds.MODULES)
 # What both must say alike wherever either says it.

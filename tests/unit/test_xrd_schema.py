@@ -17,7 +17,7 @@ import pytest
 import re2  # type: ignore[import-untyped]
 import yaml
 
-from e2e import xrds
+from schemas import xrds
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "fleetgate.dev"

@@ -75,7 +75,7 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[
     str, Field(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ]
-# The XRDs' check of the same syntax; ``{path}`` is the field's (e2e.xrds).
+# The XRDs' check of the same syntax; ``{path}`` is the field's (schemas.xrds).
 LABEL_KEYS: dict[str, Any] = {
     "rule": (
         "self.all(k, k.matches("

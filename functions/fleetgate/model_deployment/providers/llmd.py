@@ -212,7 +212,7 @@ def picker_rbac(workload: Workload) -> tuple[Manifest, Manifest, Manifest]:
     The picker watches the pods the pool selects, the pool, and the pool's
     InferenceObjectives and InferenceModelRewrites; a watch it may not list
     keeps its cache from syncing. llm-d-router moved the two to the group
-    ``llm-d.ai`` (its v0.10.0 CRDs, e2e/crds/off-proxy/llm-d-router/v0.10.0) and
+    ``llm-d.ai`` (its v0.10.0 CRDs, schemas/crds/off-proxy/llm-d-router/v0.10.0) and
     its chart grants them under both groups, with the pool (v0.10.0 config/
     charts/llm-d-router-gateway/templates/rbac.yaml:8-16) and the pods
     (routerlib/templates/_rbac.yaml:50-52). It watches either only where its

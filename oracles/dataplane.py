@@ -1,7 +1,7 @@
 """What the settled fleet's data plane does, as Envoy Gateway's own translator says.
 
 Every workload cluster of a walked fleet goes through ``egctl experimental
-translate`` (``e2e.translate``); each check here reads its answer (the
+translate`` (``oracles.translate``); each check here reads its answer (the
 statuses Envoy Gateway writes and the xDS it generates) and returns a list of
 problems, empty when the fact holds, like ``e2e.fleetcheck``.
 """
@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2e import translate
 from e2e.fleet import Fleet, Obj
-from e2e.translate import Translation
 from fleetgate.core import names
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
@@ -31,6 +29,8 @@ from fleetgate.core.governance import caller_pattern
 from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
 from fleetgate.inference_gateway.builders import CALLER_ADDRESS_HEADER
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
+from oracles import translate
+from oracles.translate import Translation
 
 Edit = Callable[[str, list[Obj]], list[Obj]]
 TLS_CONTEXT = "envoy.transport_sockets.tls"

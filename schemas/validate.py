@@ -17,7 +17,7 @@ What is checked, and by whom:
   the Object it came from.
 * Built-in Kubernetes kinds have no CRD: those Fleetgate composes (Deployment,
   Service, ConfigMap, Secret, …) are checked against Kubernetes' own published
-  OpenAPI schema, turned into CRDs by ``e2e/coreschemas.py`` from the pinned
+  OpenAPI schema, turned into CRDs by ``schemas/coreschemas.py`` from the pinned
   ``k8s.io/kubernetes`` module. ``CORE_KINDS`` without such a schema (a
   CustomResourceDefinition manifest) get a minimal structural check here:
   apiVersion, kind, metadata.name, ObjectMeta keys and allowed top-level fields.
@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from e2e import coreschemas, crds
+from schemas import coreschemas, crds
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CLI = REPO / ".cache" / "bin" / "crossplane"

@@ -1,15 +1,15 @@
 """Obtain the pinned upstream CRDs and lay them out exactly like ``shared/crds``.
 
 Each file comes from the zip of a pinned upstream Go module: ``go mod download``
-runs in ``e2e/crds/`` (a module that only *requires* the upstream modules, so
+runs in ``schemas/crds/`` (a module that only *requires* the upstream modules, so
 nothing is built), and the go command checks every zip against
-``e2e/crds/go.sum``. The proxy this project can reach refuses a few of the pinned
-versions; their files are kept in ``e2e/crds/off-proxy/`` (copied byte for byte from
+``schemas/crds/go.sum``. The proxy this project can reach refuses a few of the pinned
+versions; their files are kept in ``schemas/crds/off-proxy/`` (copied byte for byte from
 the upstream tags, licences beside them) and checked against the sha256 sums in
-``e2e/crds/not-on-proxy.sha256``. Either way, every
+``schemas/crds/not-on-proxy.sha256``. Either way, every
 byte that lands in the destination is checked against a sum kept in this repo.
 
-Usage: ``python -m e2e.crds [--dest DIR] [--check-shared DIR]``.
+Usage: ``python -m schemas.crds [--dest DIR] [--check-shared DIR]``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-GO_MODULE_DIR = REPO / "e2e" / "crds"
+GO_MODULE_DIR = REPO / "schemas" / "crds"
 PINS_FILE = GO_MODULE_DIR / "not-on-proxy.sha256"
 VENDOR_DIR = GO_MODULE_DIR / "off-proxy"
 DEFAULT_DEST = REPO / ".cache" / "crds"
@@ -65,7 +65,7 @@ class Source:
     include: str = "*.yaml"
     exclude: tuple[str, ...] = ()
     # False where the Go module proxy reachable here refuses this version
-    # (403 "This module version is not available"); see e2e/crds/go.mod.
+    # (403 "This module version is not available"); see schemas/crds/go.mod.
     on_proxy: bool = True
     # True for a component the project composes that ``shared/crds`` does not
     # carry: its folder is left out of the comparison with that set.
@@ -261,10 +261,12 @@ def check_pins() -> list[str]:
     wanted = {s.module: s.tag for s in SOURCES if s.on_proxy}
     requires = read_go_mod_requires(GO_MODULE_DIR / "go.mod")
     if requires != wanted:
-        problems.append(f"e2e/crds/go.mod requires {requires}, the SOURCES table wants {wanted}")
+        problems.append(
+            f"schemas/crds/go.mod requires {requires}, the SOURCES table wants {wanted}"
+        )
     sums = read_go_sum(GO_MODULE_DIR / "go.sum")
     problems.extend(
-        f"e2e/crds/go.sum has no zip hash for {module} {tag}"
+        f"schemas/crds/go.sum has no zip hash for {module} {tag}"
         for module, tag in wanted.items()
         if (module, tag) not in sums
     )
@@ -403,7 +405,7 @@ def _layout(out: Path) -> None:
         shutil.copyfile(licence, out / source.release / "LICENSE")
 
     # The proxy refuses these pinned versions, so their files are kept in the
-    # repository (e2e/crds/off-proxy/, Apache-2.0, LICENSE beside them) and each
+    # repository (schemas/crds/off-proxy/, Apache-2.0, LICENSE beside them) and each
     # one is checked against its sum, exactly like a module zip against go.sum.
     for rel, digest in sorted(read_pins(PINS_FILE).items()):
         origin = VENDOR_DIR / rel
@@ -437,7 +439,7 @@ def fetch(dest: Path = DEFAULT_DEST) -> Path:
             return dest
         if dest.exists() and any(dest.iterdir()) and not (dest / STAMP).exists():
             # Replacing a folder we did not write could destroy someone's files.
-            raise FetchError(f"{dest} exists, is not empty and was not written by e2e.crds")
+            raise FetchError(f"{dest} exists, is not empty and was not written by schemas.crds")
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
         staging.chmod(0o755)  # mkdtemp makes it private; the set is not secret
         try:
@@ -488,7 +490,7 @@ def compare(ours: Path, shared: Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m e2e.crds", description="Fetch the pinned upstream CRDs."
+        prog="python -m schemas.crds", description="Fetch the pinned upstream CRDs."
     )
     parser.add_argument(
         "--dest",

@@ -42,10 +42,11 @@ from typing import Any
 
 import yaml
 
-from e2e import functions, pinned
+from e2e import functions
 from e2e.fleet import Fleet, Obj, placed
 from sim.controllers import patched
 from sim.pki import KeyPair, ca, leaf
+from tools import pinned
 
 REPO = functions.REPO
 TOOLS_GO_MOD = REPO / "tools" / "egctl" / "go.mod"

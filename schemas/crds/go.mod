@@ -1,14 +1,14 @@
 // Pins the upstream Go modules whose zips carry the CRD YAML files that
-// e2e/crds.py lays out (same layout as shared/crds). Nothing here is built:
-// e2e/crds.py runs `go mod download -json <module>...` in this folder, and go
+// schemas/crds.py lays out (same layout as shared/crds). Nothing here is built:
+// schemas/crds.py runs `go mod download -json <module>...` in this folder, and go
 // checks every zip against go.sum. Because this module is at go >= 1.17 the
 // module graph is pruned, so only the .info/.mod/.zip of these requirements
 // are fetched, never their own dependencies. Keep the versions equal to the
-// tags in e2e/crds.py's SOURCES table (it checks).
+// tags in schemas/crds.py's SOURCES table (it checks).
 //
 // The Go module proxy reachable from this project's machines refuses these
 // pinned versions ("403 This module version is not available"), so they are
-// NOT required here; their files are kept in e2e/crds/off-proxy/ (byte for byte
+// NOT required here; their files are kept in schemas/crds/off-proxy/ (byte for byte
 // from the upstream tags, with their LICENSE) and checked against
 // not-on-proxy.sha256:
 //   github.com/envoyproxy/ai-gateway v1.1.0

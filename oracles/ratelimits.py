@@ -34,7 +34,7 @@ The metadata is the request's dynamic metadata by namespace, as Envoy's
 ``metadata.filter_metadata`` holds it. Any other action (remote address,
 query parameters, ...) raises: a test must
 not believe it computed what Envoy would send. Pure data in, data out: a
-route as ``e2e.translate.Translation.route_configs`` returns it (protojson's
+route as ``oracles.translate.Translation.route_configs`` returns it (protojson's
 camelCase, as egctl prints it; snake_case, as an Envoy config dump in YAML
 writes it, reads the same).
 """

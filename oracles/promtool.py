@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from e2e import pinned
+from tools import pinned
 
 TOOLS_GO_MOD = pinned.REPO / "tools" / "promtool" / "go.mod"
 TIMEOUT_S = 120

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import IO, Any
 
-from e2e import pinned
+from tools import pinned
 
 TOOLS_GO_MOD = pinned.REPO / "tools" / "aigateway" / "go.mod"
 

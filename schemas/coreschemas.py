@@ -8,7 +8,7 @@ takes it from the pinned ``k8s.io/kubernetes`` Go module (its zip checked
 against the sum kept here) and writes one CRD per kind, with every ``$ref``
 resolved inline, the way the API server's own structural schema sees it.
 
-Usage: ``python -m e2e.coreschemas [--dest DIR]``.
+Usage: ``python -m schemas.coreschemas [--dest DIR]``.
 """
 
 import argparse
@@ -172,7 +172,7 @@ def crd(spec: dict[str, Any], row: tuple[str, str, str, str, str, str]) -> Schem
         in schema.get("x-kubernetes-group-version-kind", [])
     ]
     schema = structural(schemas[name], schemas, frozenset({name}))
-    # ObjectMeta is the API server's to check (and e2e/validate checks its keys).
+    # ObjectMeta is the API server's to check (and schemas/validate checks its keys).
     schema["properties"]["metadata"] = {"type": "object"}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
