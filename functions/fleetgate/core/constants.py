@@ -35,6 +35,9 @@ HTTPS_LISTENER: Final = "https"
 HTTP_LISTENER: Final = "http"
 
 OBJECT_API_VERSION: Final = "kubernetes.m.crossplane.io/v1alpha1"
+GATEWAY_API: Final = "gateway.networking.k8s.io"
+ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
+ENVOY_GATEWAY_API: Final = f"{ENVOY_GATEWAY}/v1alpha1"
 
 # Envoy AI Gateway writes per-request token counts into dynamic metadata under
 # this namespace, at the keys a route's llmRequestCosts declare. The route

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Final, NamedTuple
 
+from fleetgate.core import envoypatch
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
@@ -359,7 +360,6 @@ def answers_counted(policy: Observed | None, field: str) -> Verdict:
     )
 
 
-ROUTE_CONFIGURATION_TYPE: Final = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 RATE_LIMIT_FILTER: Final = "envoy.filters.http.ratelimit"
 
 
@@ -370,26 +370,22 @@ def answer_patches(
     route (``routes``: a JSONPath selector of them) of ``route_configuration``, in the
     rate-limit configuration of the filter named ``filter_name``.
 
-    Envoy Gateway writes xDS to the patch as protojson with proto field names
-    (internal/xds/translator/jsonpatch.go) and refuses a JSONPath that selects
-    nothing (internal/utils/jsonpatch/patch.go:37-51): each patch names only an
-    action its policy's own rules make.
+    A JSONPath that selects nothing is refused (core/envoypatch.py): each patch
+    names only an action its policy's own rules make.
     """
     return [
-        {
-            "type": ROUTE_CONFIGURATION_TYPE,
-            "name": route_configuration,
-            "operation": {
-                "op": "replace",
-                "jsonPath": (
-                    f"$.virtual_hosts[*].routes[{routes}]"
-                    f".typed_per_filter_config['{filter_name}']"
-                    ".rate_limits[?(@.apply_on_stream_done == true)]"
-                    f".actions[?(@.{read.kind}.descriptor_key == '{read.descriptor_key}')]"
-                ),
-                "value": read.replacement,
-            },
-        }
+        envoypatch.patch(
+            envoypatch.ROUTE_CONFIGURATION,
+            route_configuration,
+            op="replace",
+            jsonPath=(
+                f"$.virtual_hosts[*].routes[{routes}]"
+                f".typed_per_filter_config['{filter_name}']"
+                ".rate_limits[?(@.apply_on_stream_done == true)]"
+                f".actions[?(@.{read.kind}.descriptor_key == '{read.descriptor_key}')]"
+            ),
+            value=read.replacement,
+        )
         for read in reads
     ]
 

@@ -4,14 +4,18 @@ Pure functions of typed inputs. Each returns the remote object (the composer
 wraps it in a provider-kubernetes Object); nothing here reads a request.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from fleetgate.core import envoypatch
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
     COST_KEY,
+    ENVOY_GATEWAY,
+    ENVOY_GATEWAY_API,
+    GATEWAY_API,
     GATEWAY_HEADER,
     HTTP_LISTENER,
     HTTPS_LISTENER,
@@ -34,9 +38,6 @@ from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.objects import Manifest
 from fleetgate.inference_gateway.naming import GatewayNames
 
-ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
-ENVOY_GATEWAY_API: Final = f"{ENVOY_GATEWAY}/v1alpha1"
-GATEWAY_API: Final = "gateway.networking.k8s.io"
 GATEWAY_API_VERSION: Final = f"{GATEWAY_API}/v1"
 
 HTTP_PORT: Final = 80
@@ -222,24 +223,17 @@ def address_hidden(names: GatewayNames, listeners: Sequence[str]) -> Manifest:
     internal/gatewayapi/listener.go:343 at v1.8.3). The http listener serves
     models when the gateway has no TLS.
     """
-    patches = [
-        {
-            "type": "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
-            "name": f"{SYSTEM_NAMESPACE}/{names.gateway}/{listener}",
-            "operation": {
-                "op": "add",
-                "path": "/request_headers_to_remove",
-                "value": [CALLER_ADDRESS_HEADER],
-            },
-        }
+    patches = (
+        envoypatch.patch(
+            envoypatch.ROUTE_CONFIGURATION,
+            f"{SYSTEM_NAMESPACE}/{names.gateway}/{listener}",
+            op="add",
+            path="/request_headers_to_remove",
+            value=[CALLER_ADDRESS_HEADER],
+        )
         for listener in listeners
-    ]
-    return names.remote(
-        ENVOY_GATEWAY_API,
-        "EnvoyPatchPolicy",
-        names.address_hidden,
-        spec={"targetRef": _gateway_ref(names), "type": "JSONPatch", "jsonPatches": patches},
     )
+    return _patch_policy(names, names.address_hidden, patches)
 
 
 def answers_counted(names: GatewayNames, listener: str, reads: Sequence[AnswerRead]) -> Manifest:
@@ -255,11 +249,12 @@ def answers_counted(names: GatewayNames, listener: str, reads: Sequence[AnswerRe
     patches = answer_patches(
         f"{SYSTEM_NAMESPACE}/{names.gateway}/{listener}", f"{RATE_LIMIT_FILTER}/{domain}", reads
     )
+    return _patch_policy(names, names.answers_counted, patches)
+
+
+def _patch_policy(names: GatewayNames, name: str, patches: Iterable[Manifest]) -> Manifest:
     return names.remote(
-        ENVOY_GATEWAY_API,
-        "EnvoyPatchPolicy",
-        names.answers_counted,
-        spec={"targetRef": _gateway_ref(names), "type": "JSONPatch", "jsonPatches": patches},
+        ENVOY_GATEWAY_API, envoypatch.KIND, name, spec=envoypatch.spec(names.gateway, patches)
     )
 
 

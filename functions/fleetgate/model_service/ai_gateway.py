@@ -8,10 +8,14 @@ typed route in, plain manifests out; every name comes from ``naming``.
 from collections.abc import Sequence
 from typing import Any, Final
 
+from fleetgate.core import envoypatch
 from fleetgate.core.constants import (
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
     ENDPOINT_HEADER,
+    ENVOY_GATEWAY,
+    ENVOY_GATEWAY_API,
+    GATEWAY_API,
     GATEWAY_HEADER,
     HTTP_LISTENER,
     INPUT_TOKENS_KEY,
@@ -50,8 +54,6 @@ from fleetgate.model_service.naming import (
 
 AI_GATEWAY: Final = "aigateway.envoyproxy.io"
 AI_GATEWAY_VERSION: Final = f"{AI_GATEWAY}/v1beta1"
-ENVOY_GATEWAY: Final = "gateway.envoyproxy.io"
-GATEWAY_API: Final = "gateway.networking.k8s.io"
 # What a third party never receives: which tenant calls (the caller header) and
 # from where (Envoy appends the caller's address to X-Forwarded-For,
 # useRemoteAddress being on). AI Gateway's header mutation cannot remove its
@@ -188,25 +190,22 @@ def strict_tiers(route: str, gateway: RouteGateway) -> Manifest:
     ``extensionApis.enableEnvoyPatchPolicy`` in the Envoy Gateway
     configuration; without it the policy reads Accepted False (Disabled).
     """
+    factor = envoypatch.patch(
+        envoypatch.CLUSTER,
+        xds_cluster_name(route),
+        op="add",
+        path="/load_assignment/policy",
+        value={"overprovisioning_factor": OVERPROVISIONING_FACTOR},
+    )
+    return _patch_policy(route, gateway, [factor])
+
+
+def _patch_policy(name: str, gateway: RouteGateway, patches: list[Manifest]) -> Manifest:
     return _manifest(
-        f"{ENVOY_GATEWAY}/v1alpha1",
-        "EnvoyPatchPolicy",
-        route,
-        spec={
-            "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
-            "type": "JSONPatch",
-            "jsonPatches": [
-                {
-                    "type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-                    "name": xds_cluster_name(route),
-                    "operation": {
-                        "op": "add",
-                        "path": "/load_assignment/policy",
-                        "value": {"overprovisioning_factor": OVERPROVISIONING_FACTOR},
-                    },
-                }
-            ],
-        },
+        ENVOY_GATEWAY_API,
+        envoypatch.KIND,
+        name,
+        spec=envoypatch.spec(gateway.gateway_name, patches),
     )
 
 
@@ -246,7 +245,7 @@ def caller_access(route: str, callers: Sequence[str]) -> Manifest:
 def _route_policy(route: str, kind: str, **spec: Any) -> Manifest:
     """An Envoy Gateway policy on the generated HTTPRoute, merged into the gateway's own."""
     return _manifest(
-        f"{ENVOY_GATEWAY}/v1alpha1",
+        ENVOY_GATEWAY_API,
         kind,
         route,
         spec={
@@ -291,16 +290,7 @@ def answers_counted(route: str, gateway: RouteGateway, reads: Sequence[AnswerRea
         reads,
         routes=f"?(@.route.cluster == '{xds_cluster_name(route)}')",
     )
-    return _manifest(
-        f"{ENVOY_GATEWAY}/v1alpha1",
-        "EnvoyPatchPolicy",
-        f"{route}-counted",
-        spec={
-            "targetRef": {"group": GATEWAY_API, "kind": "Gateway", "name": gateway.gateway_name},
-            "type": "JSONPatch",
-            "jsonPatches": patches,
-        },
-    )
+    return _patch_policy(f"{route}-counted", gateway, patches)
 
 
 def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
@@ -323,7 +313,7 @@ def backend(service: Service, gateway: str, b: RouteBackend) -> Manifest:
     elif b.tls == "System":
         spec["tls"] = {"wellKnownCACertificates": "System", "sni": b.host}
     return _manifest(
-        f"{ENVOY_GATEWAY}/v1alpha1",
+        ENVOY_GATEWAY_API,
         "Backend",
         backend_name(service, gateway, b.endpoint),
         spec=spec,
