@@ -33,7 +33,8 @@ from e2e.controlplane.driver import ControlPlane
 from e2e.controlplane.kube import Obj
 from e2e.fleet import XRKey
 from e2e.fleetdrills import restricted
-from fleetgate.core.constants import SYSTEM_NAMESPACE
+from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
+from fleetgate.core.kinds.gateway import Limits
 
 GATEWAY = "public"  # the example fleet's TLS gateway with caller keys
 MODEL = "team-a/chat"
@@ -44,7 +45,7 @@ FALLBACK = "openai-fallback"  # team-a/chat's tier 1, a third party
 # What a third party is never told: who calls, through which gateway, from where
 # (Envoy's own stamp of the caller's address last).
 CALLER_HEADERS = (
-    "x-fleetgate-caller",
+    CALLER_HEADER,
     "x-fleetgate-gateway",
     "x-forwarded-for",
     "x-envoy-external-address",
@@ -53,6 +54,8 @@ ACCESS_LOG_FLUSH_S = 10.0
 # How long tier 0 may take to answer again once its engines are back (outlier
 # detection may have ejected them for the gateway's baseEjectionTime).
 RECOVERY_TIMEOUT_S = 90.0
+# A long prompt, far above Envoy Gateway's default 32 KiB buffer, far below bufferLimit.
+LONG_PROMPT_KIB = 200
 HTTPS, HTTP = 443, 80  # the Gateway's listeners, as its Service names them
 TIMEOUT_S = 30.0
 # How long Envoy may take to load what Envoy Gateway and AI Gateway serve it.
@@ -249,10 +252,12 @@ class Answer(NamedTuple):
     body: Obj
 
 
-def ask(client: openai.OpenAI, prompt: str) -> Answer:
-    """A completion of ``prompt`` asked of ``MODEL``."""
+def ask(client: openai.OpenAI, prompt: str, headers: dict[str, str] | None = None) -> Answer:
+    """A completion of ``prompt`` asked of ``MODEL``, with ``headers`` added."""
     try:
-        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}])
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": prompt}], extra_headers=headers
+        )
     except openai.APIConnectionError as err:
         return Answer(0, {"unanswered": str(err)})
     except openai.APIStatusError as err:
@@ -291,7 +296,8 @@ def _until(client: openai.OpenAI, prompt: str, done: Callable[[int], bool]) -> A
 
 def forbidden(front: Front, driver: ControlPlane) -> list[str]:
     """A caller left out of the service's ``spec.access``: 403 with the JSON body naming the
-    model and the rule, and nothing of anyone else; the caller let in is answered."""
+    model and the rule, and nothing of anyone else, also when it sends the caller header
+    naming the caller let in, who is answered."""
     problems = []
     allowed, refused = OTHER_CALLER, CALLER
     driver.patch_spec(SERVICE, {"access": {"callers": [allowed]}})
@@ -307,6 +313,10 @@ def forbidden(front: Front, driver: ControlPlane) -> list[str]:
         problems.append(f"{refused}, not allowed, was answered {status} {body}")
     if any(key in json.dumps(body) for key in front.keys.values()) or allowed in json.dumps(body):
         problems.append(f"the 403 body tells of a key or another caller: {body}")
+    # Claiming to be the allowed caller changes nothing: the listener drops the header
+    # before authentication sets it from the key.
+    if (forged := ask(client, "may I, as them", {CALLER_HEADER: allowed})).status != 403:
+        problems.append(f"{refused}, sending {CALLER_HEADER}: {allowed}, was answered {forged}")
     if (seen := ask(front.client(front.keys[allowed]), "may I")).status != 200:
         problems.append(f"{allowed}, allowed, was answered {seen}")
     driver.patch_spec(SERVICE, {"access": None})
@@ -331,15 +341,15 @@ def failover(front: Front, driver: ControlPlane) -> list[str]:
     origin = fallback["origin"]
     provider = internet.running().provider(urlsplit(origin).hostname or "")
     client = front.client(front.keys[CALLER])
-    engines = [r for c in driver.workloads for r in network.engines(c)]
+    engines = every_engine(driver)
     seen, sent = len(provider.requests()), datetime.now(UTC)
-    _fault(engines, "503")
+    fault(engines, "503")
     try:
         reply = client.chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "fail over"}]
         )
     finally:
-        _fault(engines, "ok")
+        fault(engines, "ok")
     record = _usage_record_since(front, sent)
     if reply.model == MODEL or "fail over" not in (reply.choices[0].message.content or ""):
         problems.append(f"the reply is not the fallback's answer: {reply.model} {reply.choices}")
@@ -381,7 +391,14 @@ def _priced(pricing: Obj, record: Obj) -> int:
     return math.ceil(cost)
 
 
-def _fault(engines: list[network.Replica], mode: str) -> None:
+def every_engine(driver: ControlPlane) -> list[network.Replica]:
+    """The engine replicas running now on every workload cluster: tier 0 of every
+    fleet-hosted route."""
+    return [r for c in driver.workloads for r in network.engines(c)]
+
+
+def fault(engines: list[network.Replica], mode: str) -> None:
+    """Each engine answers as ``mode`` says from now on (engine.FAULTS)."""
     for replica in engines:
         status, body = replica.netns.request(replica.port, "POST", "/fault", {"mode": mode})
         if status != 200:
@@ -408,6 +425,25 @@ def _usage_record_since(front: Front, sent: datetime) -> Obj:
         if time.monotonic() > deadline:
             raise LookupError("no answered request's record in the public gateway's access log")
         time.sleep(0.2)
+
+
+def bodies(front: Front, driver: ControlPlane) -> list[str]:
+    """A long prompt reaches the engine whole; a body above the gateway's ``bufferLimit``
+    is refused with 413 by the gateway itself."""
+    problems = []
+    client = front.client(front.keys[CALLER])
+    ending = f"the end of {LONG_PROMPT_KIB} KiB"
+    prompt = "word " * (LONG_PROMPT_KIB * 1024 // len("word ")) + ending
+    if (answer := ask(client, prompt)).status != 200:
+        problems.append(f"a {LONG_PROMPT_KIB} KiB prompt was answered {answer.status}")
+    elif not _engine_took(driver, ending):
+        problems.append(f"no engine took the {LONG_PROMPT_KIB} KiB prompt whole")
+    spec = driver.xrs()[("InferenceGateway", "", GATEWAY)]["spec"]
+    limit = (spec.get("limits") or {}).get("bufferLimit") or Limits().buffer_limit
+    size = int(limit.removesuffix("Mi")) * 2**20 + 1024
+    if (answer := ask(client, "x" * size)).status != 413:
+        problems.append(f"a prompt of {size} bytes, above bufferLimit {limit}, got {answer}")
+    return problems
 
 
 def mutual_tls(driver: ControlPlane) -> list[str]:
@@ -447,7 +483,11 @@ def drills(driver: ControlPlane) -> list[bool]:
         ),
         ("no key is refused, port 80 serves /healthz only", lambda: refusals(public)),
         (
-            "a caller left out of spec.access is refused with 403 and its JSON body",
+            f"a {LONG_PROMPT_KIB} KiB prompt is answered, one above bufferLimit refused with 413",
+            lambda: bodies(public, driver),
+        ),
+        (
+            "a caller left out of spec.access is refused with 403, whatever caller it claims",
             lambda: forbidden(public, driver),
         ),
         (
