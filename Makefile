@@ -233,6 +233,13 @@ $(PROMTOOL): tools/promtool/go.mod tools/promtool/go.sum
 	cd tools/promtool && CGO_ENABLED=0 $(GOBUILD) -tags remove_all_sd -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/promtool
 deps: $(PROMTOOL)
 
+## prometheus: the server of the same module and tag, for make e2e's alert drill; built as
+## promtool is (no service discovery: the drill's one target is static).
+PROMETHEUS := $(BIN)/prometheus-$(PROMTOOL_VERSION)/prometheus
+$(PROMETHEUS): tools/promtool/go.mod tools/promtool/go.sum
+	cd tools/promtool && CGO_ENABLED=0 $(GOBUILD) -tags remove_all_sd -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
+controlplane-bins: $(PROMETHEUS)
+
 # The rate-limit service's Redis on the real control plane is Debian's redis-server, installed
 # when missing and we may (CI runs as root on Debian); without it make e2e cannot run.
 .PHONY: redis-server

@@ -35,6 +35,7 @@ from e2e.controlplane import (
     internet,
     network,
     processes,
+    prometheus,
     ratelimit,
     refusals,
     stack,
@@ -100,6 +101,9 @@ def run(command: str, apply_fleet: bool = False) -> int:
             figures = {**st.timings, **converged}
             # Requests first, on the fleet as applied: the drills after them edit it.
             checks += traffic.drills(ControlPlane(st.cp, st.workloads, docs))
+            checks += prometheus.drill(
+                sup, ControlPlane(st.cp, st.workloads, docs), STATE / "prometheus"
+            )
             # Limits next, while every caller of the fleet as applied holds its key.
             checks += _rate_limit_drills(
                 ControlPlane(st.cp, st.workloads, docs), STATE / "ratelimit-drill", figures
