@@ -11,7 +11,7 @@ CROSSPLANE := $(BIN)/crossplane
 XRDCHECK := $(BIN)/xrdcheck
 CRDS := .cache/crds
 SHARED_CRDS := ../shared/crds
-SOURCES := functions tests e2e oracles schemas tools sim package bench
+SOURCES := functions tests e2e oracles plane schemas tools sim package bench
 
 .PHONY: render examples generate apis examples-update bench test lint typecheck pytest tools crds deps nix-parser clean
 
@@ -176,19 +176,19 @@ $(TRUST_MANAGER): tools/controlplane/trust-manager/go.mod tools/controlplane/tru
 $(HELM): tools/controlplane/helm/go.mod tools/controlplane/helm/go.sum
 	cd tools/controlplane/helm && $(GOBUILD) -o $(CURDIR)/$@ helm.sh/helm/v3/cmd/helm
 # Both static, as upstream builds them: the controller runs under a root directory of its
-# own (e2e/controlplane/envoygateway.py), and the two share every compiled package.
+# own (plane/envoygateway.py), and the two share every compiled package.
 $(EGCTL): tools/egctl/go.mod tools/egctl/go.sum
 	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/egctl
 $(ENVOY_GATEWAY): tools/egctl/go.mod tools/egctl/go.sum
 	cd tools/egctl && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/gateway/cmd/envoy-gateway
 # Envoy's rate-limit service at the version Envoy Gateway's go.mod requires, static too: it
-# runs under the root directory of the pod Envoy Gateway provisions (e2e/controlplane/ratelimit.py).
+# runs under the root directory of the pod Envoy Gateway provisions (plane/ratelimit.py).
 $(RATELIMIT): tools/ratelimit/go.mod tools/ratelimit/go.sum
 	cd tools/ratelimit && CGO_ENABLED=0 $(GOBUILD) -o $(CURDIR)/$@ github.com/envoyproxy/ratelimit/src/service_cmd
 
 # Envoy AI Gateway's controller and external processor at the tag tools/aigateway/go.mod pins,
 # static as upstream ships them (the external processor runs under the root directory of the
-# Envoy pod it joins, e2e/controlplane/proxies.py). Built in a scratch copy of that go.mod: the
+# Envoy pod it joins, plane/proxies.py). Built in a scratch copy of that go.mod: the
 # module is downloaded (and checked against the checksum database) where the proxy serves it;
 # where it is refused, as here, the copy takes the same tag's source from ../shared/upstream.
 AIGW_VERSION := $(call pinned,tools/aigateway/go.mod,github.com/envoyproxy/ai-gateway)
@@ -274,7 +274,7 @@ CONTROLPLANE_ENV = ETCD=$(ETCD) KUBE_APISERVER=$(KUBE_APISERVER) KUBE_CONTROLLER
 	ENVOY=$$($(PY) -c 'import envoy, os; print(os.path.join(os.path.dirname(envoy.__file__), "_bin", "envoy"))')
 .PHONY: e2e up down routes
 e2e: deps controlplane-bins packages upgrade-packages redis-server $(XP_CORE_BIN)
-	$(CONTROLPLANE_ENV) UPGRADE_VERSION=$(UPGRADE_VERSION) UPGRADE_DIST=$(UPGRADE_DIST) $(PY) -m e2e.controlplane e2e
+	$(CONTROLPLANE_ENV) UPGRADE_VERSION=$(UPGRADE_VERSION) UPGRADE_DIST=$(UPGRADE_DIST) $(PY) -m e2e.realplane e2e
 ## bench-fleet: a generated fleet at growing sizes on the real control plane (bench/fleetscale.py;
 ## SIZES="10 40 100" services; BENCH_FLEET_ARGS="--clusters 4 --gateways 4 --no-drain --out F" and
 ## the rest of `python -m bench.fleetscale --help`); figures into bench/results/fleet.json. A
@@ -287,12 +287,12 @@ bench-fleet: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 ## up: the control plane in the background, ready for the example (FLEET=examples/fleet: applied too)
 up: deps controlplane-bins packages redis-server $(XP_CORE_BIN)
 	$(if $(filter-out examples/fleet examples/fleet/,$(FLEET)),$(error FLEET=examples/fleet is the fleet make up can apply))
-	$(CONTROLPLANE_ENV) $(PY) -m e2e.controlplane up $(if $(FLEET),--fleet)
+	$(CONTROLPLANE_ENV) $(PY) -m e2e.realplane up $(if $(FLEET),--fleet)
 down:
-	$(PY) -m e2e.controlplane down
+	$(PY) -m e2e.realplane down
 ## routes: the routing table of the control plane make up started, read from its workload clusters
 routes:
-	$(PY) -m e2e.controlplane routes
+	$(PY) -m e2e.realplane routes
 
 ## crds: the pinned upstream CRDs from their Go modules; checked against ../shared/crds when present
 crds: $(VENV)/.installed
@@ -313,7 +313,7 @@ packages: $(VENV)/.installed $(CROSSPLANE) $(CRANE) package-host-tools
 	$(PY) -m package.build
 
 ## upgrade-packages: the same packages carrying version v0.1.1, into .cache/package-upgrade, for
-## make e2e's upgrade fault (e2e/controlplane/faults.py); the layers are the ones packages built
+## make e2e's upgrade fault (e2e/realplane/faults.py); the layers are the ones packages built
 UPGRADE_VERSION := v0.1.1
 UPGRADE_DIST := .cache/package-upgrade
 upgrade-packages: packages

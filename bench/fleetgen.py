@@ -72,7 +72,7 @@ def clusters(count: int) -> list[Obj]:
 
 def workload_clusters(count: int) -> list[str]:
     """The workload clusters ``clusters(count)`` are registered as: each
-    ClusterProviderConfig is named after its API server (e2e/controlplane/fleet.py)."""
+    ClusterProviderConfig is named after its API server (plane/controlplane.py)."""
     return [c["spec"]["credentials"]["providerConfigName"] for c in clusters(count)]
 
 

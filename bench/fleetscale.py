@@ -6,14 +6,14 @@ but that each size converges, and records what each size costs in
 Per size:
 
 - seconds from applying the fleet until every XR is Synced and Ready, every service
-  routed (``fleet.converge``, as ``make e2e`` judges it);
+  routed (``controlplane.converge``, as ``make e2e`` judges it);
 - seconds from every service routed until no function call is made for 30 s (the
   queues empty: the fleet settled);
 - seconds from adding one ModelService to the settled fleet until it, too, converged;
-- the function calls each of those cost (Crossplane's own count, e2e/controlplane/calls.py):
+- the function calls each of those cost (Crossplane's own count, plane/calls.py):
   per XR for the whole fleet, in all for the one service;
 - over a settled window (the settled TTL and a minute, at most 10 minutes): function calls
-  per minute (Crossplane's own count, e2e/controlplane/calls.py; with a window within the
+  per minute (Crossplane's own count, plane/calls.py; with a window within the
   TTL, what the fleet costs between TTLs) and CPU seconds per minute of each component
   (``/proc/<pid>/stat``, user + system);
 - peak RSS of each component (VmHWM) after all of it;
@@ -36,10 +36,10 @@ import yaml
 
 from bench import fleetgen, machine
 from e2e import fleetdrills
-from e2e.controlplane import calls, envoygateway, fleet, processes, stack, workloads
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.driver import ControlPlane, DrillError
+from e2e.realplane.realdriver import ControlPlane, DrillError
 from fleetgate.core import pacing
+from plane import calls, controlplane, envoygateway, processes, stack, workloads
+from plane.clusters import Cluster
 
 REPO = Path(__file__).resolve().parent.parent
 STATE = REPO / ".cache" / "bench-fleet"
@@ -136,7 +136,7 @@ def _apply(cp: Cluster, docs: list[dict[str, Any]], folder: Path) -> None:
     """Apply ``docs`` as a platform would: one server-side ``kubectl apply`` of a folder."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "fleet.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    fleet.kubectl(cp, "apply", "--server-side", "-f", str(folder), check=True)
+    controlplane.kubectl(cp, "apply", "--server-side", "-f", str(folder), check=True)
 
 
 def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[str, Any]:
@@ -153,7 +153,7 @@ def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[st
         )
         the_world = workloads.world()
         for workload in st.workloads.values():
-            fleet.register(st.cp, workload)
+            controlplane.register(st.cp, workload)
             workloads.start(sup, workload, the_world)
         docs = fleetgen.documents(size)
         figures: dict[str, Any] = {}
@@ -165,8 +165,8 @@ def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[st
 
         start, before = time.monotonic(), _counters(st, sup)
         _apply(st.cp, docs, STATE / "fleet")
-        fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
-        xr_count = sum(1 for _ in fleet.xrs(st.cp))
+        controlplane.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
+        xr_count = sum(1 for _ in controlplane.xrs(st.cp))
         made = _between(before, _counters(st, sup), "from apply to routed")
         record(
             {
@@ -186,7 +186,7 @@ def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[st
         )
         start, before = time.monotonic(), _counters(st, sup)
         _apply(st.cp, [fleetgen.service(size.services, size)], STATE / "one-more")
-        fleet.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
+        controlplane.converge(st.cp, CONVERGE_TIMEOUT_S, interval=CONVERGE_POLL_S)
         record(
             {
                 "seconds from one new service to routed": _since(start),
@@ -214,7 +214,7 @@ def measure(size: fleetgen.Size, window_s: float, drain: bool = True) -> dict[st
             record(_drain(st, sup, docs))
         record({f"peak RSS MiB: {c}": v for c, v in _peak_rss_mib(sup).items()})
         record({k: round(v, 1) for k, v in _storage(st.cp).items()})
-        record({"Objects on the control plane": len(st.cp.admin.list(*fleet.OBJECT))})
+        record({"Objects on the control plane": len(st.cp.admin.list(*controlplane.OBJECT))})
         record(_largest_calls(STATE / "logs"))
         return figures
 

@@ -5,7 +5,7 @@ change the fleet the way a user does (patch an XR's spec, delete an XR,
 apply one again), let it settle, and read what the workload clusters hold
 (the routes each gateway's cluster serves, the client CAs each cluster
 trusts, which objects exist). ``Emulation`` drives the offline walk's
-``e2e.fleet.Fleet``; ``e2e.controlplane.driver.ControlPlane`` drives the
+``e2e.fleet.Fleet``; ``e2e.realplane.realdriver.ControlPlane`` drives the
 real API servers. What a route or a trust bundle *is* is read here, from
 manifests, by the same code for both.
 """

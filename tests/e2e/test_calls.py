@@ -1,6 +1,6 @@
-"""Reading Crossplane's count of function calls (e2e/controlplane/calls.py)."""
+"""Reading Crossplane's count of function calls (plane/calls.py)."""
 
-from e2e.controlplane import calls
+from plane import calls
 
 # As Crossplane core serves it: one series per Function, target and method
 # (internal/xfn/function_runner_metrics.go:38-45 at v2.4.0).

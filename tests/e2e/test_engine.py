@@ -45,7 +45,7 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     (folder / "tls.crt").write_bytes(pair.cert_pem)
     (folder / "tls.key").write_bytes(pair.key_pem)
     port, control = _free_port(), _free_port()
-    argv = [sys.executable, "-m", "e2e.controlplane.engine", "--any-model"]
+    argv = [sys.executable, "-m", "plane.engine", "--any-model"]
     argv += ["--port", str(port), "--control-port", str(control), "--api-key-env", "KEY"]
     argv += ["--certfile", str(folder / "tls.crt"), "--keyfile", str(folder / "tls.key")]
     process = subprocess.Popen(argv, env={"KEY": KEY, "PATH": "/usr/bin:/bin"})

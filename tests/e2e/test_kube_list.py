@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from e2e.controlplane.kube import LIST_PAGE, Kube
+from plane.kube import LIST_PAGE, Kube
 
 
 class Paged(Kube):

@@ -3,7 +3,7 @@
 import time
 from pathlib import Path
 
-from e2e.controlplane.processes import Supervisor
+from plane.processes import Supervisor
 
 
 def _lines(log: Path, n: int) -> list[str]:

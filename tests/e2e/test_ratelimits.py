@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from e2e.controlplane import ratelimit
 from e2e.fleet import Obj
 from oracles import ratelimits, translate
 from oracles.ratelimits import Descriptor
+from plane import ratelimit
 
 ROUTE = "httproute/ns/chat/rule/0/match/0/api_example_com"
 DOMAIN = "ns/gw/http"  # the listener's IR name: namespace/gateway/listener

@@ -3,9 +3,9 @@
 from pathlib import Path
 from typing import Any, cast
 
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import Kube, Obj
-from e2e.controlplane.standins import Controllers
+from plane.clusters import Cluster
+from plane.kube import Kube, Obj
+from plane.standins import Controllers
 from sim.controllers import World
 
 NAMESPACE = "fleetgate-system"

@@ -4,12 +4,12 @@ from typing import Any
 
 import pytest
 
-from e2e.controlplane.stackcharts import (
+from e2e.realplane.stackcharts import (
     ALLOW_DIRECT_INJECTION,
     INJECT_FROM_SECRET,
     trust_manager_webhook_ca,
 )
-from e2e.controlplane.workloads import local_args
+from plane.workloads import local_args
 
 
 def test_the_chart_s_arguments_are_kept_but_for_what_differs_here() -> None:

@@ -1,7 +1,7 @@
 // Pins Prometheus: promtool, which checks and unit-tests every PrometheusRule Fleetgate
 // composes (tests/e2e/test_promtool.py) and parses every dashboard expression, and the
 // server, which scrapes a fleet gateway and fires its failover alert in `make e2e`
-// (e2e/controlplane/prometheus.py).
+// (plane/prometheus.py, e2e/realplane/alerts.py).
 module fleetgate.dev/tools/promtool
 
 go 1.26.7

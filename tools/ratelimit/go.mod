@@ -1,6 +1,6 @@
 // Pins Envoy's rate-limit service, which Envoy Gateway provisions as the
 // envoy-ratelimit Deployment once its configuration names a rate-limit backend;
-// `make e2e` runs it on each workload cluster (e2e/controlplane/ratelimit.py).
+// `make e2e` runs it on each workload cluster (plane/ratelimit.py).
 // Keep equal to what Envoy Gateway's go.mod requires at the version
 // tools/egctl/go.mod pins (v1.8.3: this pseudo-version).
 module fleetgate.dev/tools/ratelimit

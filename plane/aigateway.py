@@ -37,13 +37,13 @@ pod finds them, so the controller uses its in-cluster configuration.
 import functools
 from pathlib import Path
 
-from e2e.controlplane import charts, pods
-from e2e.controlplane.clusters import Cluster, place_binary
-from e2e.controlplane.kube import Obj
-from e2e.controlplane.processes import Namespace, Supervisor
 from fleetgate.inference_cluster import stack
+from plane import charts, pods
+from plane.clusters import Cluster, place_binary
+from plane.kube import Obj
+from plane.processes import Namespace, Supervisor
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 AI_GATEWAY = next(c for c in stack.CHARTS if c.key == "ai-gateway")
 NAMESPACE = AI_GATEWAY.namespace
 # The tag's source: its chart is at manifests/ (the proxy refuses the module, README there).

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import yaml
 
-from e2e.controlplane import charts
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.kube import ApiError, Obj, mount_secret, wait_for
-from e2e.controlplane.processes import Namespace, Supervisor
 from e2e.functions import free_port
+from plane import charts
+from plane.clusters import Cluster, binary
+from plane.kube import ApiError, Obj, mount_secret, wait_for
+from plane.processes import Namespace, Supervisor
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "crossplane-system"
 VALUES = REPO / "package" / "install" / "crossplane-values.yaml"
 MODULE = "github.com/crossplane/crossplane/v2"
@@ -56,7 +56,7 @@ def chart_objects() -> list[Obj]:
 @dataclass
 class Crossplane:
     client_certs: Path
-    metrics_port: int  # where core serves Prometheus metrics (e2e/controlplane/calls.py)
+    metrics_port: int  # where core serves Prometheus metrics (plane/calls.py)
     root_ca_secret: str = "crossplane-root-ca"
 
 

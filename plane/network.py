@@ -42,10 +42,10 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from e2e.controlplane import internet, pods, proxies, ratelimit
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import ApiError, Obj
-from e2e.controlplane.processes import Namespace, Process, Supervisor
+from plane import internet, pods, proxies, ratelimit
+from plane.clusters import Cluster
+from plane.kube import ApiError, Obj
+from plane.processes import Namespace, Process, Supervisor
 
 # The name Fleetgate gives the engine's container (model_deployment/providers/pods.py).
 ENGINE_CONTAINER = "engine"
@@ -139,9 +139,7 @@ class Network:
         netns = Namespace(self.sup, f"{cluster}-{pod_name}")
         process = self.sup.start(
             f"{cluster}-{pod_name}-engine",
-            netns.argv(
-                [sys.executable, "-m", "e2e.controlplane.engine", "--port", str(port), *args]
-            ),
+            netns.argv([sys.executable, "-m", "plane.engine", "--port", str(port), *args]),
         )
         return Replica(
             key,

@@ -21,9 +21,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from e2e.controlplane.kube import Kube
-from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
+from plane.kube import Kube
+from plane.processes import Supervisor, wait_listening
 from sim import pki
 
 CONTROLLERS = ",".join(

@@ -12,12 +12,12 @@ from typing import Any
 
 import yaml
 
-from e2e.controlplane.clusters import binary
-from e2e.controlplane.kube import Obj
 from fleetgate.inference_cluster import stack
+from plane.clusters import binary
+from plane.kube import Obj
 from tools import pinned
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 KUBERNETES = ("k8s.io/kubernetes", REPO / "tools" / "controlplane" / "kubernetes")
 
 

@@ -28,13 +28,13 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
-from e2e.controlplane import internet, network, proxies
-from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import Obj
 from e2e.fleet import XRKey
 from e2e.fleetdrills import restricted
+from e2e.realplane.realdriver import ControlPlane
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.gateway import Limits
+from plane import internet, network, proxies
+from plane.kube import Obj
 
 GATEWAY = "public"  # the example fleet's TLS gateway with caller keys
 MODEL = "team-a/chat"

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import yaml
 
-from e2e.controlplane import envoygateway, internet, pods
-from e2e.controlplane.clusters import Cluster, place_binary
-from e2e.controlplane.kube import ApiError, Obj, controller_ref
-from e2e.controlplane.processes import Namespace, Process, Supervisor
+from plane import envoygateway, internet, pods
+from plane.clusters import Cluster, place_binary
+from plane.kube import ApiError, Obj, controller_ref
+from plane.processes import Namespace, Process, Supervisor
 
 NAMESPACE = envoygateway.NAMESPACE
 # What Envoy Gateway labels each Gateway's Deployment and Service with

@@ -20,19 +20,19 @@ and the Bundle CRD comes from the pinned set like every other CRD.
 import functools
 from pathlib import Path
 
-from e2e.controlplane import aigateway, charts, envoygateway, proxies, ratelimit
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.kube import Obj
-from e2e.controlplane.processes import Supervisor
-from e2e.controlplane.standins import Controllers
 from e2e.fleet import load_world
 from e2e.functions import free_port
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_cluster import stack
+from plane import aigateway, charts, envoygateway, proxies, ratelimit
+from plane.clusters import Cluster, binary
+from plane.kube import Obj
+from plane.processes import Supervisor
+from plane.standins import Controllers
 from sim import pki
 from sim.controllers import World
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 TRUST_MANAGER = next(c for c in stack.CHARTS if c.key == "trust-manager")
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 

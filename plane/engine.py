@@ -25,7 +25,7 @@ provider serves its catalogue); ``--certfile``/``--keyfile`` serve TLS, and
 ``--api-key-env VAR`` answers a request whose ``Authorization`` is not ``Bearer``
 and the value of VAR with OpenAI's 401 body.
 
-Run: ``python -m e2e.controlplane.engine [--port P] --served-model-name NAME [vLLM's other flags]``.
+Run: ``python -m plane.engine [--port P] --served-model-name NAME [vLLM's other flags]``.
 """
 
 import argparse

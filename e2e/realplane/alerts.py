@@ -1,121 +1,37 @@
-"""Prometheus on a fleet gateway's metrics: the failover alert Fleetgate composed, judged
-on real failover.
+"""The failover alert Fleetgate composed, judged on real failover by a real Prometheus.
 
-Real: Prometheus itself (the module promtool comes from, tools/promtool/go.mod), the
-series it scrapes (Envoy AI Gateway's external processor in the public gateway's pod,
-labelled with the tier, endpoint and gateway headers the stack maps), and the rules it
-evaluates (the ``spec.groups`` of the PrometheusRule a ModelRoute composed, as the
-workload cluster's API server holds it). Played: how Prometheus finds the pod and its
-rules, which a Prometheus Operator does from a PodMonitor and the PrometheusRule: here a
-static target at the pod's port named ``aigw-admin`` (reached as a port-forward would),
-and a rule file.
+Real: Prometheus (plane/prometheus.py), the series it scrapes (Envoy AI Gateway's
+external processor in the public gateway's pod, labelled with the tier, endpoint and
+gateway headers the stack maps), and the rules it evaluates (the ``spec.groups`` of the
+PrometheusRule a ModelRoute composed, as the workload cluster's API server holds it).
 """
 
-import json
-import socket
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from e2e.controlplane import processes, proxies, traffic
-from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import Obj
-from e2e.controlplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
 from e2e.driver import Ref
+from e2e.realplane import traffic
+from e2e.realplane.realdriver import ControlPlane
+from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
 from fleetgate.core import metrics
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.core.kinds.service import FailoverAlert
 from fleetgate.model_service.alerts import FAILOVER_ACTIVE, PROMETHEUS_RULE_VERSION
 from fleetgate.model_service.naming import Service, alerts_rule_name
 from oracles import promtool
-from tools import pinned
+from plane import processes
+from plane.prometheus import Prometheus, metrics_port
 
-# The extproc container's admin port, which serves /metrics (AI Gateway v1.1.0
-# internal/controller/extproc_builder.go:31-32 and 164).
-METRICS_PORT_NAME = "aigw-admin"
-# Short enough for a drill: scrape and evaluate every second, hold the share a few
-# seconds. The threshold lets a handful of tier-0 answers bring the alert down again.
-INTERVAL = "1s"
+# Short enough for a drill: hold the share a few seconds. The threshold lets a handful
+# of tier-0 answers bring the alert down again.
 ALERT = FailoverAlert.model_validate({"threshold": "0.5", "for": "10s"})
 UP_S = 60.0
 FIRE_S = 90.0
 # Tier 0's hosts stay ejected for the gateway's baseEjectionTime after failing; its
 # answers must then outnumber the fallback's within the rule's 5-minute window.
 RESOLVE_S = 240.0
-
-
-def binary() -> Path:
-    """The pinned Prometheus (``make controlplane-bins``)."""
-    return pinned.binary("prometheus", promtool.TOOLS_GO_MOD, "github.com/prometheus/prometheus")
-
-
-class Prometheus:
-    """One Prometheus server, scraping one target and evaluating one rule file."""
-
-    def __init__(self, sup: processes.Supervisor, folder: Path, target: int, rules: Path):
-        self.port = _free_port()
-        config = {
-            "global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
-            "rule_files": [str(rules)],
-            "scrape_configs": [
-                {"job_name": "ai-gateway", "static_configs": [{"targets": [f"127.0.0.1:{target}"]}]}
-            ],
-        }
-        (folder / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self.process = sup.start(
-            "prometheus",
-            [
-                str(binary()),
-                f"--config.file={folder / 'prometheus.yml'}",
-                f"--storage.tsdb.path={folder / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-            ],
-        )
-
-    def ready(self) -> bool:
-        """Whether it serves queries: it answers 503 until its storage is open."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=5):
-                return True
-        except OSError:  # refused, or an HTTP error status
-            return False
-
-    def api(self, path: str, **query: str) -> Any:
-        """A GET on Prometheus's HTTP API: its ``data``."""
-        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?{urllib.parse.urlencode(query)}"
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return json.load(answer)["data"]
-
-    def query(self, expr: str) -> list[Obj]:
-        return list(self.api("query", query=expr)["result"])
-
-    def state(self, name: str = FAILOVER_ACTIVE) -> str:
-        """The alert's state: ``firing``, ``pending``, or ``inactive``."""
-        alerts = self.api("alerts")["alerts"]
-        states = [a["state"] for a in alerts if a["labels"]["alertname"] == name]
-        return states[0] if states else "inactive"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _metrics_port(proxy: proxies.Proxy) -> int:
-    """The pod's port named ``aigw-admin``, as a PodMonitor would select it."""
-    spec = proxy.pod["spec"]
-    for container in [*spec.get("initContainers", []), *spec["containers"]]:
-        for port in container.get("ports") or []:
-            if port.get("name") == METRICS_PORT_NAME:
-                return int(port["containerPort"])
-    raise LookupError(f"{proxy.gateway}'s pod has no port named {METRICS_PORT_NAME}")
 
 
 def _timed_out(what: str, holds: Callable[[], bool], timeout: float) -> bool:
@@ -163,25 +79,29 @@ def _fire_and_resolve(prometheus: Prometheus, driver: ControlPlane) -> list[str]
     series = f'{metrics.REQUESTS}{{{metrics.GATEWAY}="{GATEWAY}"}}'
     if _timed_out("Prometheus scraped the gateway", lambda: bool(prometheus.query(series)), UP_S):
         return [f"Prometheus found no {series}; its log ends:\n{prometheus.process.tail()}"]
+
+    def alert() -> str:
+        return prometheus.state(FAILOVER_ACTIVE)
+
     engines = traffic.every_engine(driver)
     traffic.fault(engines, "503")
     try:
         unfired = _timed_out(
             f"{FAILOVER_ACTIVE} fired, tier 1 answering",
-            lambda: ask("failing over").status == 200 and prometheus.state() == "firing",
+            lambda: ask("failing over").status == 200 and alert() == "firing",
             FIRE_S,
         )
     finally:
         traffic.fault(engines, "ok")
     if unfired:
-        return [f"{FAILOVER_ACTIVE} was {prometheus.state()}, not firing, {FIRE_S:.0f} s in"]
+        return [f"{FAILOVER_ACTIVE} was {alert()}, not firing, {FIRE_S:.0f} s in"]
     unresolved = _timed_out(
         f"{FAILOVER_ACTIVE} resolved, tier 0 answering again",
-        lambda: ask("back").status == 200 and prometheus.state() == "inactive",
+        lambda: ask("back").status == 200 and alert() == "inactive",
         RESOLVE_S,
     )
     if unresolved:
-        return [f"{FAILOVER_ACTIVE} was still {prometheus.state()} {RESOLVE_S:.0f} s after"]
+        return [f"{FAILOVER_ACTIVE} was still {alert()} {RESOLVE_S:.0f} s after"]
     return []
 
 
@@ -201,7 +121,7 @@ def drill(sup: processes.Supervisor, driver: ControlPlane, workdir: Path) -> lis
     workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as folder:
         rules = promtool.rule_file(rule["spec"]["groups"], Path(folder))
-        target = front.proxy.netns.publish(_metrics_port(front.proxy))
+        target = front.proxy.netns.publish(metrics_port(front.proxy))
         prometheus = Prometheus(sup, Path(folder), target, rules)
         try:
             processes.wait_listening(prometheus.process, prometheus.ready, UP_S, "starting")

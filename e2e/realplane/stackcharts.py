@@ -28,9 +28,9 @@ whose CA is empty.
 import subprocess
 from pathlib import Path
 
-from e2e.controlplane import charts
-from e2e.controlplane.kube import Obj
 from fleetgate.inference_cluster import stack
+from plane import charts
+from plane.kube import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 CERT_MANAGER = next(c for c in stack.CHARTS if c.key == "cert-manager")

@@ -12,8 +12,8 @@ import re
 import time
 import urllib.request
 
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.fleet import xrs
+from plane.clusters import Cluster
+from plane.controlplane import xrs
 
 SERIES = "function_run_function_request_total"
 # Crossplane v2.4's per-XR watch circuit breaker (internal/circuit/circuit_metrics.go):

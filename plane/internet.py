@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from e2e.controlplane import pods
-from e2e.controlplane.kube import Obj
-from e2e.controlplane.processes import Namespace, Process, Supervisor
+from plane import pods
+from plane.kube import Obj
+from plane.processes import Namespace, Process, Supervisor
 from sim import pki
 
 HTTPS = 443
@@ -85,7 +85,7 @@ class Internet:
         (folder / "tls.crt").write_bytes(pair.cert_pem)
         (folder / "tls.key").write_bytes(pair.key_pem)
         (folder / "tls.key").chmod(0o600)
-        argv = [sys.executable, "-m", "e2e.controlplane.engine", "--any-model"]
+        argv = [sys.executable, "-m", "plane.engine", "--any-model"]
         argv += ["--port", str(HTTPS), "--control-port", str(CONTROL_PORT)]
         argv += ["--certfile", str(folder / "tls.crt"), "--keyfile", str(folder / "tls.key")]
         environment = {}

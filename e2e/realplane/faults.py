@@ -32,17 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2e.controlplane import calls, drills, envoygateway, fleet, packages
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import ApiError, condition, wait_for
-from e2e.controlplane.processes import Process, Supervisor
-from e2e.controlplane.stack import Stack
 from e2e.driver import Ref
 from e2e.fleet import XRKey
+from e2e.realplane import secretdrills
+from e2e.realplane.realdriver import ControlPlane
 from fleetgate.core import reachability
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from package import build
+from plane import calls, controlplane, envoygateway, packages
+from plane.clusters import Cluster
+from plane.kube import ApiError, condition, wait_for
+from plane.processes import Process, Supervisor
+from plane.stack import Stack
 from schemas import xrds
 from sim import catalog
 
@@ -75,7 +76,7 @@ RouteTable = dict[tuple[str, str], frozenset[str]]  # (cluster, AIGatewayRoute) 
 @dataclass
 class Plane:
     """What a fault acts on: the processes, the stack (package runtime, registry,
-    Crossplane), the fleet."""
+    Crossplane), the controlplane."""
 
     sup: Supervisor
     stack: Stack
@@ -176,12 +177,12 @@ def endure(fault: Fault, plane: Plane) -> Outcome:
     sampler = Sampler(driver, routes)
     sampler.skip = fault.silent
     sampler.start()
-    fleet.converge(driver.cp, CONVERGE_TIMEOUT_S, echo=False)  # where every fault starts
+    controlplane.converge(driver.cp, CONVERGE_TIMEOUT_S, echo=False)  # where every fault starts
     problems = fault.act(plane)
     sampler.skip = ""
     over = plane.ended_at or time.monotonic()
     try:
-        fleet.converge(driver.cp, CONVERGE_TIMEOUT_S, echo=False)
+        controlplane.converge(driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     except TimeoutError as err:
         problems.append(str(err))
     seconds = time.monotonic() - over
@@ -203,7 +204,7 @@ def endure(fault: Fault, plane: Plane) -> Outcome:
         for k in specs
         if now_specs.get(k) != specs[k]
     ]
-    problems += fleet.secrets_at_rest(driver.cp, plane.needles)
+    problems += controlplane.secrets_at_rest(driver.cp, plane.needles)
     return Outcome(fault.name, seconds, problems, plane.said, sampler.samples, sampler.unread)
 
 
@@ -303,7 +304,7 @@ def functions_killed(plane: Plane) -> list[str]:
 def provider_restarted(plane: Plane) -> list[str]:
     """provider-kubernetes stopped as a deleted pod is (SIGTERM) and started again; a watch
     on every Object sees each version written meanwhile, none with a Secret value."""
-    versions = drills.Versions(plane.driver.cp, "")
+    versions = secretdrills.Versions(plane.driver.cp, "")
     versions.start()
     stopped = _runtime_processes(plane, "provider-")
     for proc in stopped.values():
@@ -311,7 +312,7 @@ def provider_restarted(plane: Plane) -> list[str]:
     _restarted(plane, stopped)
     plane.ended()
     _alert_threshold_changes(plane, "0.13")
-    fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
+    controlplane.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     return versions.holding(plane.needles, "while provider-kubernetes restarted")
 
 
@@ -354,18 +355,20 @@ def packages_upgraded(plane: Plane) -> list[str]:
 def _every_xr_reconciles(plane: Plane, version: str) -> None:
     """Ask every XR to reconcile (an annotation, as kubectl annotate writes it) and wait until
     Crossplane has called each function at least once per XR it composes, by its own count
-    (e2e/controlplane/calls.py): with one step per Composition, each reconcile is a call."""
+    (plane/calls.py): with one step per Composition, each reconcile is a call."""
     cp = plane.driver.cp
     port = plane.stack.crossplane.metrics_port
     function_of = _function_per_kind()
     wanted: dict[str, int] = {}
     before = calls.scrape(port)
-    for xr in fleet.xrs(cp):
+    for xr in controlplane.xrs(cp):
         if xr["kind"] == "ModelRoute":  # only Crossplane may write one (modelroute-guard)
             continue
         meta = xr["metadata"]
         note = {"metadata": {"annotations": {"fleetgate.dev/e2e-upgrade": version}}}
-        cp.admin.merge_patch(fleet.API, xr["kind"], meta["name"], meta.get("namespace", ""), note)
+        cp.admin.merge_patch(
+            controlplane.API, xr["kind"], meta["name"], meta.get("namespace", ""), note
+        )
         name = function_of[xr["kind"]]
         wanted[name] = wanted.get(name, 0) + 1
 
@@ -391,10 +394,10 @@ def _function_per_kind() -> dict[str, str]:
 def _unreachable_reports(plane: Plane) -> dict[str, str]:
     """Each XR's ClusterReachable False message, by XR."""
     found = {}
-    for xr in fleet.xrs(plane.driver.cp):
+    for xr in controlplane.xrs(plane.driver.cp):
         cond = condition(xr, reachability.CONDITION) or {}
         if cond.get("status") == "False":
-            found[fleet.name_of(xr)] = str(cond.get("message", ""))
+            found[controlplane.name_of(xr)] = str(cond.get("message", ""))
     return found
 
 
@@ -426,7 +429,7 @@ def api_server_away(plane: Plane) -> list[str]:
     plane.ended()
     plane.say(f"{SILENT_CLUSTER}'s API server back after {time.monotonic() - start:.0f}s")
     lands()
-    fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
+    controlplane.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     _gateway_retries(plane, INTERNAL_GATEWAY, None)()
     try:
         wait_for(
@@ -456,7 +459,7 @@ def etcd_restarted(plane: Plane) -> list[str]:
     # Both Envoy Gateways judge a change after it; then back to examples/fleet's values.
     for gateway in GATEWAYS:
         _gateway_retries(plane, gateway, 4)()
-    fleet.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
+    controlplane.converge(plane.driver.cp, CONVERGE_TIMEOUT_S, echo=False)
     for gateway in GATEWAYS:
         _gateway_retries(plane, gateway, None)()
     return []

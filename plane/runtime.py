@@ -46,11 +46,11 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.crossplane import NAMESPACE
-from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
-from e2e.controlplane.processes import Process, Supervisor
 from e2e.functions import console_script, free_port
+from plane.clusters import Cluster, binary
+from plane.crossplane import NAMESPACE
+from plane.kube import ApiError, Obj, controller_ref, is_true
+from plane.processes import Process, Supervisor
 from sim import pki
 
 PKG = "pkg.crossplane.io/v1"

@@ -15,12 +15,12 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from e2e.controlplane import fleet
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import ApiError, Kube, Obj
 from e2e.driver import Check, Ref, Route, remote_ref, routes_of, trusted_bundle
 from e2e.fleet import XRKey, describe, key_of
 from fleetgate.core.constants import SYSTEM_NAMESPACE as NAMESPACE
+from plane import controlplane
+from plane.clusters import Cluster
+from plane.kube import ApiError, Kube, Obj
 from sim.loop import fingerprint
 
 AIGW = "aigateway.envoyproxy.io/v1beta1"
@@ -82,7 +82,7 @@ class ControlPlane:
     workloads: dict[str, Cluster]  # by name, which is also its ClusterProviderConfig's
     docs: list[Obj]  # examples/fleet as applied
     # How long a wait may take, and how often it looks: a fleet of hundreds of services
-    # (bench/fleetscale.py) waits longer and looks less often than the example fleet.
+    # (bench/fleetscale.py) waits longer and looks less often than the example controlplane.
     hold_timeout_s: float = HOLD_TIMEOUT_S
     converge_timeout_s: float = CONVERGE_TIMEOUT_S
     interval_s: float = INTERVAL_S
@@ -92,18 +92,18 @@ class ControlPlane:
     # --- edits ------------------------------------------------------------------
 
     def xrs(self) -> dict[XRKey, Obj]:
-        return {key_of(xr): xr for xr in fleet.xrs(self.cp)}
+        return {key_of(xr): xr for xr in controlplane.xrs(self.cp)}
 
     def source(self, key: XRKey) -> Obj:
         return next(d for d in self.docs if d["kind"] != "Secret" and key_of(d) == key)
 
     def patch_spec(self, key: XRKey, spec: Obj) -> None:
         self._since = time.monotonic()
-        self.cp.admin.merge_patch(fleet.API, key[0], key[2], key[1], {"spec": spec})
+        self.cp.admin.merge_patch(controlplane.API, key[0], key[2], key[1], {"spec": spec})
 
     def delete(self, key: XRKey) -> None:
         self._since = time.monotonic()
-        self.cp.admin.delete(fleet.API, key[0], key[2], key[1])
+        self.cp.admin.delete(controlplane.API, key[0], key[2], key[1])
 
     def apply(self, obj: Obj) -> None:
         self._since = time.monotonic()
@@ -119,7 +119,7 @@ class ControlPlane:
         problems = self._poll(holds, self.hold_timeout_s)
         if problems:
             # What the control plane says of itself is where to look next.
-            meanwhile = self._poll(lambda: fleet.not_converged(self.cp), 0) or ["nothing"]
+            meanwhile = self._poll(lambda: controlplane.not_converged(self.cp), 0) or ["nothing"]
             raise DrillError(
                 f"{what}: not so {self.hold_timeout_s:.0f}s after the change; still:\n  "
                 + "\n  ".join(problems)
@@ -130,7 +130,7 @@ class ControlPlane:
         tolerated = tuple(f"{describe(k)}: " for k in tolerate)
 
         def converged() -> list[str]:
-            return [p for p in fleet.not_converged(self.cp) if not p.startswith(tolerated)]
+            return [p for p in controlplane.not_converged(self.cp) if not p.startswith(tolerated)]
 
         left = self._poll(converged, self.converge_timeout_s)
         if left:
@@ -212,7 +212,7 @@ class ControlPlane:
         return trusted
 
     def _composed(self) -> list[Obj]:
-        return [*fleet.xrs(self.cp), *self.cp.admin.list(*fleet.OBJECT)]
+        return [*controlplane.xrs(self.cp), *self.cp.admin.list(*controlplane.OBJECT)]
 
     def owned(self, owner: XRKey) -> set[Ref]:
         everything = self._composed()

@@ -14,9 +14,9 @@ refused may be stored.
 import copy
 from dataclasses import dataclass
 
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.fleet import API, name_of
-from e2e.controlplane.kube import ApiError, Obj
+from plane.clusters import Cluster
+from plane.controlplane import API, name_of
+from plane.kube import ApiError, Obj
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from e2e.controlplane import fleet
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import Obj, condition, wait_for
 from fleetgate.core.constants import SYSTEM_NAMESPACE
 from fleetgate.inference_gateway.naming import GatewayNames
 from oracles import secretsearch
+from plane import controlplane
+from plane.clusters import Cluster
+from plane.kube import Obj, condition, wait_for
 from sim import pki
 
 PUBLIC_HOSTNAME = "api.fleet.example.com"  # examples/fleet/30-gateways.yaml
@@ -247,7 +247,7 @@ def run(
         PROPAGATE_TIMEOUT_S,
         interval=2.0,
     )
-    fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+    controlplane.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
     if drill.callers:
         # Every key the Secret holds now is answered (the gateway serves again).
         for key, value in _decoded(secret).items():
@@ -255,7 +255,7 @@ def run(
             if answered != 200:
                 problems.append(f"caller {key}'s key was answered {answered} once converged")
     took = time.monotonic() - start
-    hits = fleet.secrets_at_rest(cp, needles)
+    hits = controlplane.secrets_at_rest(cp, needles)
     return Outcome(drill.name, took, holders, hits, refused_after, problems)
 
 
@@ -283,7 +283,7 @@ class Versions(threading.Thread):
     def __init__(self, cp: Cluster, namespace: str) -> None:
         super().__init__(daemon=True, name=f"watch-objects-{namespace}")
         self.cp, self.namespace = cp, namespace
-        self.since = cp.admin.resource_version(*fleet.OBJECT, namespace)
+        self.since = cp.admin.resource_version(*controlplane.OBJECT, namespace)
         self.seen: list[Obj] = []
         self.done = threading.Event()
         self.failed: Exception | None = None
@@ -291,7 +291,7 @@ class Versions(threading.Thread):
     def run(self) -> None:
         try:
             while not self.done.is_set():
-                for obj in self.cp.admin.watch(*fleet.OBJECT, self.namespace, self.since, 5):
+                for obj in self.cp.admin.watch(*controlplane.OBJECT, self.namespace, self.since, 5):
                     self.seen.append(obj)
                     self.since = obj["metadata"]["resourceVersion"]
         except Exception as err:  # reported by holding(), in the drill's thread
@@ -376,7 +376,7 @@ def shadow(
     ]
 
     def said() -> list[str]:
-        gateway = cp.admin.get(fleet.API, "InferenceGateway", "public") or {}
+        gateway = cp.admin.get(controlplane.API, "InferenceGateway", "public") or {}
         found = condition(gateway, "CallerKeysUnique") or {}
         message = str(found.get("message", ""))
         named = all(name in message for name in (CALLER_KEYS, drill.secret))
@@ -394,9 +394,9 @@ def shadow(
     holders = wait_for(
         f"{drill.name}: {drill.caller}'s own key answered", answered, PROPAGATE_TIMEOUT_S
     )
-    fleet.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
+    controlplane.converge(cp, CONVERGE_TIMEOUT_S, echo=False)
     took = time.monotonic() - start
-    hits = fleet.secrets_at_rest(cp, needles)
+    hits = controlplane.secrets_at_rest(cp, needles)
     return Outcome(drill.name, took, holders, hits, refused_after, problems)
 
 
@@ -463,9 +463,11 @@ def lose(
         problems.append(f"the restored copy's keys are not all answered: {refused}")
     serving = time.monotonic() - start
     try:
-        took = fleet.converge(cp, STALE_STATUS_S, echo=False)
+        took = controlplane.converge(cp, STALE_STATUS_S, echo=False)
         print(f"  the fleet read converged again {took:.0f}s after the keys were answered")
     except TimeoutError as stale:
         print(f"  upstream: Envoy Gateway's status stayed stale (docs/contract.md): {stale}")
-    hits = versions.holding(needles, f"while '{loss.name}'") + fleet.secrets_at_rest(cp, needles)
+    hits = versions.holding(needles, f"while '{loss.name}'") + controlplane.secrets_at_rest(
+        cp, needles
+    )
     return Outcome(loss.name, serving, holders, hits, problems=problems)

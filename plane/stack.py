@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e.controlplane import crossplane, packages
-from e2e.controlplane.clusters import Cluster, start_cluster, start_etcd
-from e2e.controlplane.processes import Supervisor
-from e2e.controlplane.runtime import PackageRuntime
+from plane import crossplane, packages
+from plane.clusters import Cluster, start_cluster, start_etcd
+from plane.processes import Supervisor
+from plane.runtime import PackageRuntime
 from sim import pki
 
 CONTROL_PLANE = "control-plane"

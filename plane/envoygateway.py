@@ -47,16 +47,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from e2e.controlplane import calls, charts
-from e2e.controlplane.clusters import Cluster, binary, place_binary
-from e2e.controlplane.kube import Obj, mount_secret
-from e2e.controlplane.processes import Namespace, Supervisor
 from fleetgate.inference_cluster import stack
 from fleetgate.inference_cluster.stack import AIGW_EXTENSION_HOST, AIGW_EXTENSION_PORT
+from plane import calls, charts
+from plane.clusters import Cluster, binary, place_binary
+from plane.kube import Obj, mount_secret
+from plane.processes import Namespace, Supervisor
 from schemas import xrds
 from tools import pinned
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 MODULE = "github.com/envoyproxy/gateway"
 PINNED_BY = REPO / "tools" / "egctl"
 ENVOY_GATEWAY = next(c for c in stack.CHARTS if c.key == "envoy-gateway")

@@ -20,8 +20,8 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import Obj, wait_for
+from plane.clusters import Cluster
+from plane.kube import Obj, wait_for
 
 MOUNT_TIMEOUT_S = 180.0
 # Kubernetes expands $(VAR) in a container's command and arguments from its environment

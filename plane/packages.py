@@ -19,16 +19,16 @@ from pathlib import Path
 
 import yaml
 
-from e2e.controlplane import charts
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.kube import ApiError, Obj, is_true, wait_for
-from e2e.controlplane.processes import Supervisor, wait_listening
 from e2e.functions import free_port
 from package import build
+from plane import charts
+from plane.clusters import Cluster, binary
+from plane.kube import ApiError, Obj, is_true, wait_for
+from plane.processes import Supervisor, wait_listening
 from sim import pki
 from tools import pinned
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DIST = REPO / "dist" / "package"
 CRDS = REPO / ".cache" / "crds"
 UPSTREAM = "xpkg.crossplane.io"

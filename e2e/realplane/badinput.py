@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2e.controlplane import fleet
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import ApiError, Obj, wait_for
+from plane import controlplane
+from plane.clusters import Cluster
+from plane.kube import ApiError, Obj, wait_for
 from schemas import xrds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,7 +191,9 @@ def apply(cp: Cluster, attempts: list[Attempt]) -> list[str]:
             problems.append(f"refused although schema-valid: {attempt.what}: {refusal}")
         elif attempt.field not in refusal:
             problems.append(f"refused without naming {attempt.field}: {attempt.what}: {refusal}")
-        elif cp.admin.get(fleet.API, attempt.obj["kind"], meta["name"], meta.get("namespace", "")):
+        elif cp.admin.get(
+            controlplane.API, attempt.obj["kind"], meta["name"], meta.get("namespace", "")
+        ):
             problems.append(f"refused, yet stored: {attempt.what}")
         else:
             print(f"  refused: {attempt.what}: {refusal[:240]}")
@@ -212,7 +214,7 @@ def reports(cp: Cluster, attempts: list[Attempt]) -> list[str]:
 
     def said() -> dict[tuple[str, str], str]:
         found = {}
-        for xr in fleet.xrs(cp):
+        for xr in controlplane.xrs(cp):
             key = (xr["kind"], xr["metadata"]["name"])
             attempt = wanted.get(key)
             for cond in (xr.get("status") or {}).get("conditions") or []:
@@ -238,9 +240,13 @@ def delete(cp: Cluster, attempts: list[Attempt]) -> None:
     """Delete what was admitted and wait until it and what it composed are gone."""
     for attempt in attempts:
         meta = attempt.obj["metadata"]
-        cp.admin.delete(fleet.API, attempt.obj["kind"], meta["name"], meta.get("namespace", ""))
+        cp.admin.delete(
+            controlplane.API, attempt.obj["kind"], meta["name"], meta.get("namespace", "")
+        )
 
     def gone() -> bool:
-        return not any(excluded(o) for o in [*fleet.xrs(cp), *cp.admin.list(*fleet.OBJECT)])
+        return not any(
+            excluded(o) for o in [*controlplane.xrs(cp), *cp.admin.list(*controlplane.OBJECT)]
+        )
 
     wait_for("the malformed XRs and what they composed to be deleted", gone, DELETE_TIMEOUT_S, 2.0)

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from e2e.controlplane.clusters import Cluster
-from e2e.controlplane.kube import ApiError, Obj, controller_ref, is_true
+from plane.clusters import Cluster
+from plane.kube import ApiError, Obj, controller_ref, is_true
 from sim import pki
 from sim.controllers import World
 from sim.loop import without_times

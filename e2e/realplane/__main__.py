@@ -1,4 +1,4 @@
-"""The fleet on a real control plane: ``python -m e2e.controlplane {e2e,up,down}``.
+"""The fleet on a real control plane: ``python -m e2e.realplane {e2e,up,down}``.
 
 ``e2e`` starts everything, applies examples/fleet, waits for it to converge,
 prints what a user would look at, and stops everything (also on failure or
@@ -26,28 +26,31 @@ from pathlib import Path
 from typing import NoReturn
 
 from e2e import fleetcheck, fleetdrills
-from e2e.controlplane import (
+from e2e.fleet import documents
+from e2e.realplane import (
+    alerts,
     badinput,
-    calls,
-    drills,
     faults,
-    fleet,
+    limits,
+    refusals,
+    secretdrills,
+    stackcharts,
+    traffic,
+)
+from e2e.realplane.realdriver import ControlPlane
+from oracles import secretsearch
+from plane import (
+    calls,
+    controlplane,
     internet,
     network,
     processes,
-    prometheus,
     ratelimit,
-    refusals,
     stack,
-    stackcharts,
-    traffic,
     workloads,
 )
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.driver import ControlPlane
-from e2e.controlplane.kube import Obj
-from e2e.fleet import documents
-from oracles import secretsearch
+from plane.clusters import Cluster, binary
+from plane.kube import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".cache" / "controlplane"
@@ -84,24 +87,24 @@ def run(command: str, apply_fleet: bool = False) -> int:
             # Before any Envoy starts: each root gets its trust store.
             internet.start(sup, STATE / "internet", docs)
             for workload in st.workloads.values():
-                fleet.register(st.cp, workload)
+                controlplane.register(st.cp, workload)
                 workloads.start(sup, workload, the_world)
             network.Network(sup, st.workloads).start()
-            made = fleet.namespaces(st.cp, docs)
+            made = controlplane.namespaces(st.cp, docs)
             print(f"namespaces of examples/fleet created: {', '.join(made)}")
             if command == "serve":
                 _serve(sup, ControlPlane(st.cp, st.workloads, docs), apply_fleet)
             converged, checks = _apply_and_converge(st.cp, docs)
-            print(fleet.kubectl(st.cp, *fleet.WATCH))
+            print(controlplane.kubectl(st.cp, *controlplane.WATCH))
             needles = secretsearch.needles(docs)
             checks += [
-                _at_rest("after the fleet converged", fleet.secrets_at_rest(st.cp, needles)),
-                _strict(fleet.loose_tiers(st.cp)),
+                _at_rest("after the fleet converged", controlplane.secrets_at_rest(st.cp, needles)),
+                _strict(controlplane.loose_tiers(st.cp)),
             ]
             figures = {**st.timings, **converged}
             # Requests first, on the fleet as applied: the drills after them edit it.
             checks += traffic.drills(ControlPlane(st.cp, st.workloads, docs))
-            checks += prometheus.drill(
+            checks += alerts.drill(
                 sup, ControlPlane(st.cp, st.workloads, docs), STATE / "prometheus"
             )
             # Limits next, while every caller of the fleet as applied holds its key.
@@ -121,7 +124,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
             checks += _fault_drills(
                 sup, st, ControlPlane(st.cp, st.workloads, docs), needles, figures
             )
-            # Last: Envoy Gateway's status may stay stale after a loss (drills.lose).
+            # Last: Envoy Gateway's status may stay stale after a loss (secretdrills.lose).
             checks += _loss_drills(
                 st, needles, figures, traffic.prober(ControlPlane(st.cp, st.workloads, docs))
             )
@@ -132,7 +135,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
             # Convergence and each Secret drill's propagation (the edits, the shadowed
             # caller, the losses) raise when they fail; these are
             # the checks that count what they find.
-            passed = 2 + len(drills.DRILLS) + len(drills.LOSSES) + checks.count(True)
+            passed = 2 + len(secretdrills.DRILLS) + len(secretdrills.LOSSES) + checks.count(True)
             failed = checks.count(False)
             print(f"e2e: {passed} passed, {failed} failed")
             if failed:
@@ -169,7 +172,7 @@ def _serve(sup: processes.Supervisor, driver: ControlPlane, apply_fleet: bool) -
     clusters hold: it is the one process inside the plane that can read them.
     """
     if apply_fleet:
-        fleet.apply(driver.cp)
+        controlplane.apply(driver.cp)
     asked = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: asked.set())
     _wrappers()
@@ -184,22 +187,22 @@ def _serve(sup: processes.Supervisor, driver: ControlPlane, apply_fleet: bool) -
 
 def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> tuple[dict[str, float], list[bool]]:
     """Apply the fleet as `make up` says to, with malformed XRs beside it
-    (e2e/controlplane/badinput.py), wait for it, print when each thing turned Ready; the
+    (e2e/realplane/badinput.py), wait for it, print when each thing turned Ready; the
     figures, and one check for the malformed XRs: each refused or reported, then deleted."""
     applied_at = time.time()
-    fleet.apply(cp)
+    controlplane.apply(cp)
     attempts = badinput.refused(docs) + badinput.reported(docs)
-    print(f"applied examples/fleet: kubectl {' '.join(fleet.APPLY)}")
+    print(f"applied examples/fleet: kubectl {' '.join(controlplane.APPLY)}")
     print(f"and beside it {len(attempts)} malformed XRs:")
     problems = badinput.apply(cp, attempts)
     print("waiting for the fleet to converge:")
-    took = fleet.converge(cp, CONVERGE_TIMEOUT_S, excluded=badinput.excluded)
+    took = controlplane.converge(cp, CONVERGE_TIMEOUT_S, excluded=badinput.excluded)
     print(f"converged {took:.0f}s after the first apply; Ready at (s after it):")
     figures = {"seconds from the first apply to every service routed": round(took, 1)}
-    for seconds, what in fleet.readiness_timeline(cp, applied_at):
+    for seconds, what in controlplane.readiness_timeline(cp, applied_at):
         print(f"  {seconds:6.0f}  {what}")
         kind = what.split(" ", 1)[0]
-        if kind in fleet.XR_KINDS:  # sorted: the last one of a kind wins
+        if kind in controlplane.XR_KINDS:  # sorted: the last one of a kind wins
             figures[f"seconds from the first apply until every {kind} Ready"] = round(seconds)
     problems += badinput.reports(cp, attempts)
     badinput.delete(cp, attempts)
@@ -209,35 +212,39 @@ def _apply_and_converge(cp: Cluster, docs: list[Obj]) -> tuple[dict[str, float],
 
 
 def _secret_drills(
-    st: stack.Stack, needles: dict[str, str], figures: dict[str, float], probe: drills.Probe
+    st: stack.Stack, needles: dict[str, str], figures: dict[str, float], probe: secretdrills.Probe
 ) -> list[bool]:
-    """Each Secret edit (e2e/controlplane/drills.py), then the search; a caller-key edit
+    """Each Secret edit (e2e/realplane/secretdrills.py), then the search; a caller-key edit
     also by the public gateway's answers (``probe``)."""
     cp, workloads = st.cp, list(st.workloads.values())
 
-    performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
-        *((d.name, partial(drills.run, d, cp, workloads, needles, probe)) for d in drills.DRILLS),
+    performed: list[tuple[str, Callable[[], secretdrills.Outcome]]] = [
+        *(
+            (d.name, partial(secretdrills.run, d, cp, workloads, needles, probe))
+            for d in secretdrills.DRILLS
+        ),
         (
-            drills.SHADOW.name,
-            partial(drills.shadow, drills.SHADOW, cp, workloads, needles, probe),
+            secretdrills.SHADOW.name,
+            partial(secretdrills.shadow, secretdrills.SHADOW, cp, workloads, needles, probe),
         ),
     ]
     return _outcomes(performed, figures)
 
 
 def _loss_drills(
-    st: stack.Stack, needles: dict[str, str], figures: dict[str, float], probe: drills.Probe
+    st: stack.Stack, needles: dict[str, str], figures: dict[str, float], probe: secretdrills.Probe
 ) -> list[bool]:
-    """Each loss of a copy on its cluster (e2e/controlplane/drills.py), then the search."""
+    """Each loss of a copy on its cluster (e2e/realplane/secretdrills.py), then the search."""
     cp, workloads = st.cp, list(st.workloads.values())
-    performed: list[tuple[str, Callable[[], drills.Outcome]]] = [
-        (d.name, partial(drills.lose, d, cp, workloads, needles, probe)) for d in drills.LOSSES
+    performed: list[tuple[str, Callable[[], secretdrills.Outcome]]] = [
+        (d.name, partial(secretdrills.lose, d, cp, workloads, needles, probe))
+        for d in secretdrills.LOSSES
     ]
     return _outcomes(performed, figures)
 
 
 def _outcomes(
-    performed: list[tuple[str, Callable[[], drills.Outcome]]], figures: dict[str, float]
+    performed: list[tuple[str, Callable[[], secretdrills.Outcome]]], figures: dict[str, float]
 ) -> list[bool]:
     """Perform each Secret drill, print what it found, and count its checks."""
     checks = []
@@ -279,7 +286,7 @@ def _fleet_drills(
             )
         print("\n".join(f"  FAILED: {p}" for p in problems) or f"  passed: {title}")
         checks.append(not problems)
-        hits = fleet.secrets_at_rest(driver.cp, needles)
+        hits = controlplane.secrets_at_rest(driver.cp, needles)
         checks.append(_at_rest(f"after '{title}'", hits))
     return checks
 
@@ -301,7 +308,7 @@ def _fault_drills(
     needles: dict[str, str],
     figures: dict[str, float],
 ) -> list[bool]:
-    """Faults nobody chose (e2e/controlplane/faults.py), each judged by what it lost: one
+    """Faults nobody chose (e2e/realplane/faults.py), each judged by what it lost: one
     check each."""
     plane = faults.Plane(sup, st, driver, needles)
     checks = []
@@ -327,14 +334,14 @@ def _rate_limit_drills(
     driver: ControlPlane, workdir: Path, figures: dict[str, float]
 ) -> list[bool]:
     """Limits composed for a service and its gateway, counted by the real rate-limit service
-    of the gateway's cluster (e2e/controlplane/ratelimit.py): one check."""
+    of the gateway's cluster (plane/ratelimit.py): one check."""
     title = "each caller's limits counted by the rate-limit service Envoy Gateway configures"
     print(f"drill: {title}")
-    (cluster,) = {r.cluster for r in driver.routes() if r.gateway == ratelimit.GATEWAY}
+    (cluster,) = {r.cluster for r in driver.routes() if r.gateway == limits.GATEWAY}
     if cluster not in ratelimit.services():
         print(f"  FAILED: no rate-limit service runs on {cluster}")
         return [False]
-    outcome = ratelimit.drill(
+    outcome = limits.drill(
         driver,
         driver.workloads[cluster],
         workdir,
@@ -405,7 +412,7 @@ def up(apply_fleet: bool) -> int:
         down()  # what an earlier one left, after a crash
     STATE.mkdir(parents=True, exist_ok=True)
     log_path = STATE.parent / "controlplane-up.log"
-    command = [sys.executable, "-m", "e2e.controlplane", "serve"]
+    command = [sys.executable, "-m", "e2e.realplane", "serve"]
     child = subprocess.Popen(
         [*command, *(["--fleet"] if apply_fleet else [])],
         stdout=log_path.open("wb"),
@@ -439,9 +446,9 @@ def _instructions(apply_fleet: bool) -> str:
             "Up: Fleetgate and its packages installed, workload clusters eu-west-1 and "
             "us-east-1 registered (ClusterProviderConfigs), namespaces created.",
             applied,
-            f"  {kubectl} {' '.join(fleet.APPLY)}",
+            f"  {kubectl} {' '.join(controlplane.APPLY)}",
             "Watch it converge (about a minute), and see each XR's conditions:",
-            f"  {kubectl} {' '.join(fleet.WATCH)}",
+            f"  {kubectl} {' '.join(controlplane.WATCH)}",
             f"  {crossplane} beta trace modelservice chat -n team-a",
             "The routing table the workload clusters hold (as make render prints it):",
             "  make routes",

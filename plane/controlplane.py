@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterator
 from http.client import HTTPException
 from pathlib import Path
 
-from e2e.controlplane.clusters import Cluster, binary
-from e2e.controlplane.crossplane import NAMESPACE
-from e2e.controlplane.kube import ApiError, Obj, condition, is_true
 from e2e.fleet import EXAMPLE as FLEET
+from plane.clusters import Cluster, binary
+from plane.crossplane import NAMESPACE
+from plane.kube import ApiError, Obj, condition, is_true
 from sim.catalog import KIND_ORDER
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 API = "fleetgate.dev/v1alpha1"
 XR_KINDS = KIND_ORDER  # the offline walk's list of the XR kinds, in dependency order
 OBJECT = ("kubernetes.m.crossplane.io/v1alpha1", "Object")
