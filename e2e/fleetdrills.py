@@ -337,7 +337,7 @@ def service_deleted(
         problems.append(f"{describe(key)} composed no ModelRoute")
     if not any(ref.cluster for ref in owned):
         problems.append(f"{describe(key)} composed nothing onto a cluster")
-    before = driver.held()
+    before = _at_rest(driver)
     driver.delete(key)
     problems += driver.settle(
         f"{describe(key)} deleted: its ModelRoutes, Objects and remote objects gone",
@@ -353,6 +353,25 @@ def service_deleted(
     ]
     problems += _left(f"changed or gone with {describe(key)}, though not its own", touched)
     return problems
+
+
+# How many reads of what the fleet holds a baseline may take to find two that agree.
+AT_REST_READS = 10
+
+
+def _at_rest(driver: Driver) -> dict[Ref, str]:
+    """What the fleet holds, once two reads a settle apart agree. The last drill's
+    changes may still be landing after its fleet converged (a route made anew on a
+    gateway is written again as its endpoints join), and a baseline taken then would
+    blame them on this drill."""
+    held = driver.held()
+    for _ in range(AT_REST_READS):
+        driver.settle("the fleet at rest", lambda: [])
+        now = driver.held()
+        if now == held:
+            break
+        held = now
+    return held
 
 
 def _service_gone(driver: Driver, key: XRKey, owned: set[Ref]) -> list[str]:
