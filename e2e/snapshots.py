@@ -92,6 +92,7 @@ WALKS: list[Walk] = [
             ("llmd-inference-pool/1-placed", "llmd-inference-pool/2-serving"),
             ("scale/1-two-replicas", "scale/2-up-to-five"),
             ("scale/2-up-to-five", "scale/3-down-to-one"),
+            ("scale-to-zero/1-placed", "scale-to-zero/2-serving"),
             ("auto-cpu-kaito/1-placed", "auto-cpu-kaito/2-serving"),
             ("auto-multi-gpu-kuberay/1-placed", "auto-multi-gpu-kuberay/2-serving"),
         ],

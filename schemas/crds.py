@@ -184,6 +184,15 @@ SOURCES: tuple[Source, ...] = (
         include="monitoring.coreos.com_prometheusrules.yaml",
         beyond_shared=True,
     ),
+    # The one kind composed from it: a scaling deployment's ScaledObject.
+    Source(
+        "keda",
+        "v2.20.0",
+        "github.com/kedacore/keda/v2",
+        "config/crd/bases",
+        include="keda.sh_scaledobjects.yaml",
+        beyond_shared=True,
+    ),
     Source(
         "llm-d-router",
         "v0.10.0",

@@ -29,6 +29,7 @@ require (
 	github.com/crossplane-contrib/provider-kubernetes v1.2.1
 	github.com/crossplane/crossplane/v2 v2.2.0
 	github.com/envoyproxy/gateway v1.8.3
+	github.com/kedacore/keda/v2 v2.20.0
 	github.com/prometheus-operator/prometheus-operator v0.94.1
 	sigs.k8s.io/gateway-api v1.5.1
 	sigs.k8s.io/gateway-api-inference-extension v1.6.2

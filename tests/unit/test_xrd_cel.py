@@ -399,6 +399,16 @@ CASES = [
         WEIGHT,
         PRIORITY,
     ),
+    # --- ModelDeployment spec.scaling -----------------------------------------
+    ok("scaling-to-zero", MD, "spec.scaling", {"minReplicas": 0, "maxReplicas": 1}),
+    ok("scaling-equal", MD, "spec.scaling", {"minReplicas": 4, "maxReplicas": 4}),
+    bad(
+        "scaling-min-above-max",
+        MD,
+        "spec.scaling",
+        {"minReplicas": 3, "maxReplicas": 2},
+        "minReplicas must not exceed spec.scaling.maxReplicas",
+    ),
 ]
 
 

@@ -26,6 +26,12 @@ SERVED_MODEL_ENV: Final = "FLEETGATE_SERVED_MODEL_NAME"
 LABEL_PREFIX: Final = f"{API_GROUP}/"
 LABEL_CLUSTER: Final = f"{LABEL_PREFIX}cluster"
 LABEL_DEPLOYMENT: Final = f"{LABEL_PREFIX}deployment"
+# On a fleet-hosted ModelEndpoint whose engine may scale to zero (its cluster's share of
+# spec.scaling.minReplicas is 0), and, while no engine there serves, "asleep": routes
+# leave it out unless every endpoint of the service sleeps (then its callers get 503
+# with Retry-After while it wakes).
+LABEL_SCALES_TO_ZERO: Final = f"{LABEL_PREFIX}scales-to-zero"
+LABEL_ASLEEP: Final = f"{LABEL_PREFIX}asleep"
 
 # The fleet gateway's TLS listener. With TLS, model routes attach to it alone: a
 # route without a sectionName attaches to every listener, the plain-HTTP one

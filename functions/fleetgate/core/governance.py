@@ -529,21 +529,50 @@ _LIMIT_APPLIED: Final = "%RESP(X-RATELIMIT-LIMIT)%"
 _RESETS_IN: Final = "%RESP(X-RATELIMIT-RESET)%"
 
 
-def _override(status: int, body: dict[str, Any]) -> dict[str, Any]:
+def _override(status: int, body: dict[str, Any], *, local: bool = True) -> dict[str, Any]:
     """A response override for Envoy's own replies of ``status`` only (``source: Local``).
 
     Never for a backend's: a provider's own 403 or 429 reaches the caller as
     the provider sent it (the local-reply predicate, internal/xds/translator/
-    custom_response.go:146-160 at v1.8.3).
+    custom_response.go:146-160 at v1.8.3). Not ``local``: whoever answered
+    (Envoy Gateway's default source, All).
     """
     return {
         "match": {"statusCodes": [{"type": "Value", "value": status}]},
-        "source": "Local",
+        **({"source": "Local"} if local else {}),
         "response": {
             "contentType": "application/json",
             "body": {"type": "Inline", "inline": json.dumps({"error": body}, sort_keys=True)},
         },
     }
+
+
+# Seconds a caller is asked to wait while a sleeping model wakes: its scaler polls every
+# few seconds, and an engine then needs its start-up.
+WAKING_RETRY_AFTER: Final = 30
+
+
+def waking(model: str) -> dict[str, Any]:
+    """The 503 of a route whose every backend is scaled to zero, as a JSON error with
+    ``Retry-After``: whether the fleet gateway found no engine (a local reply) or the
+    cluster gateway did (a backend's). The request itself counted as demand and wakes them.
+    A response override may add headers (``CustomResponse.header``, api/v1alpha1/
+    shared_types.go:886-893 at v1.8.3)."""
+    override = _override(
+        503,
+        {
+            "type": "model_waking",
+            "code": "cold_start",
+            "model": model,
+            "message": f"{model} is starting: every endpoint of it was scaled to zero when "
+            f"idle; retry in {WAKING_RETRY_AFTER} seconds",
+        },
+        local=False,
+    )
+    override["response"]["header"] = {
+        "set": [{"name": "Retry-After", "value": str(WAKING_RETRY_AFTER)}]
+    }
+    return override
 
 
 def refusals(*, model: str | None = None, gateway: str | None = None) -> list[dict[str, Any]]:

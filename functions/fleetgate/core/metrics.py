@@ -26,6 +26,8 @@ are the usage record's (each fleet gateway's access log names the caller).
 from typing import Final
 
 REQUESTS: Final = "gen_ai_server_request_duration_seconds_count"
+# Seconds spent answering, summed: its rate is the requests in flight (Little's law).
+REQUEST_SECONDS: Final = "gen_ai_server_request_duration_seconds_sum"
 TOKENS: Final = "gen_ai_client_token_usage_sum"
 
 MODEL: Final = "gen_ai_original_model"

@@ -26,6 +26,7 @@ refused override) keeps everything composed before as it was, and says why.
 """
 
 import datetime
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from fleetgate.core import names
@@ -51,6 +52,7 @@ from fleetgate.model_deployment import (
     overrides,
     placement,
     routing,
+    scaler,
     upstream,
 )
 from fleetgate.model_deployment.providers import PROVIDERS
@@ -60,13 +62,19 @@ from fleetgate.model_deployment.state import DeploymentStatus, gpus_used_by_peer
 
 CLUSTERS = "clusters"
 DEPLOYMENTS = "deployments"
+SERVICES = "services"
 SCHEDULED = "Scheduled"
 REPLICAS_READY = "ReplicasReady"
+SCALED_TO_ZERO = "ScaledToZero"
 INCOMPATIBLE = "IncompatibleUpstream"
 ROUTE_PART = "route"
 ENDPOINT_PART = "endpoint"
 WAITING = Verdict.no(
     "WaitingForClusters", "waiting for Crossplane to look up InferenceClusters and ModelDeployments"
+)
+WAITING_FOR_SERVICES = Verdict.no(
+    "WaitingForServices",
+    "waiting for Crossplane to look up the ModelServices whose demand scales it",
 )
 
 
@@ -74,12 +82,24 @@ class Placed(NamedTuple):
     """How one placed cluster is doing after this pass."""
 
     cluster: str
-    replicas: int
+    replicas: int  # its placement
     ready: int  # engine replicas ready
     waiting: tuple[str, ...]  # what keeps its endpoint back, empty when published
     endpoint_ready: bool
     refused: tuple[str, ...] = ()  # objects the cluster's API server refused a field of
     notes: tuple[str, ...] = ()  # how the provider took the spec
+    running: int | None = None  # replicas its scaler asks for now; None: its placement
+    last_request: str | None = None  # when its scaler last saw demand
+
+    @property
+    def wanted(self) -> int:
+        """Replicas that should run there now."""
+        return self.replicas if self.running is None else self.running
+
+    @property
+    def asleep(self) -> bool:
+        """Scaled to zero: its endpoint is withdrawn on purpose, not withheld."""
+        return self.running == 0
 
 
 def compose(rec: Reconcile) -> None:
@@ -118,7 +138,7 @@ def compose(rec: Reconcile) -> None:
     refused = {
         c: why
         for c, cluster in by_name.items()
-        if (why := provider.refuses_cluster(shape, cluster)) is not None
+        if (why := _refuses_cluster(md, provider, shape, cluster)) is not None
     }
     request = _request(md, choice)._replace(refused=refused)
     earlier = [(p.cluster, p.replicas) for p in previous.placements]
@@ -129,6 +149,10 @@ def compose(rec: Reconcile) -> None:
             return
         views = {n: v._replace(gpus_used=used.get(n, 0)) for n, v in views.items()}
     plan = placement.place(request, views.values(), earlier)
+    scaling = _scaling(rec, md, plan.placements, by_name)
+    if scaling is None:
+        _hold(rec, md, previous, WAITING_FOR_SERVICES)
+        return
     placed = [
         _compose_cluster(
             rec,
@@ -138,10 +162,49 @@ def compose(rec: Reconcile) -> None:
             provider=provider,
             shape=shape,
             replicas=n,
+            scaled=scaling.get(c),
         )
         for c, n in plan.placements
     ]
     _report(rec, md, plan, placed)
+
+
+def _refuses_cluster(
+    md: ModelDeployment, provider: Provider, shape: Workload, cluster: InferenceCluster
+) -> str | None:
+    """Why a new replica may not go to ``cluster``; None when it may."""
+    scaling = md.spec.scaling
+    if scaling and scaling.min_replicas == 0 and not cluster.spec.stack.metrics.prometheus_address:
+        return (
+            "spec.stack.metrics.prometheusAddress is not set: a deployment that scales to zero "
+            "reads its demand there"
+        )
+    return provider.refuses_cluster(shape, cluster)
+
+
+def _scaling(
+    rec: Reconcile,
+    md: ModelDeployment,
+    placements: Sequence[tuple[str, int]],
+    clusters: dict[str, InferenceCluster],
+) -> dict[str, scaler.Scaled] | None:
+    """Each placed cluster's scaler, for a deployment with spec.scaling (none without);
+    None until Crossplane looked up the ModelServices whose demand it follows."""
+    if md.spec.scaling is None:
+        return {}
+    namespace, _ = _identity(md)
+    services = rec.require(SERVICES, Selector(API_VERSION, "ModelService", namespace=namespace))
+    if services is None:
+        return None
+    spread = scaler.bounds(md.spec.scaling, md.spec.replicas, placements)
+    return {
+        c: scaler.Scaled(
+            bounds=spread[c],
+            prometheus=clusters[c].spec.stack.metrics.prometheus_address or "",
+            services=scaler.routing_to(services, _endpoint_labels(md, clusters[c])),
+        )
+        for c, _ in placements
+    }
 
 
 def _fleet(
@@ -184,6 +247,11 @@ def _workload(
     )
     if isinstance(decoded, list):
         return Verdict.no("OverrideRejected", overrides.summary(decoded))
+    if md.spec.scaling is not None and not provider.scales:
+        return Verdict.no(
+            "ProviderCannotScale",
+            f"provider {provider.name} cannot scale: spec.scaling needs Direct, LLMD or KAITO",
+        )
     if not provider.starts_engine:
         for warning in engine.served_name_warnings(md.spec.engine):
             rec.warning(warning, "ServedModelName")
@@ -216,10 +284,15 @@ def _identity(md: ModelDeployment) -> tuple[str, str]:
     return md.metadata.namespace, md.metadata.name
 
 
+def _fleet_replicas(md: ModelDeployment) -> int:
+    """The replicas placement promises capacity for: the most the deployment may run."""
+    return md.spec.replicas if md.spec.scaling is None else md.spec.scaling.max_replicas
+
+
 def _request(md: ModelDeployment, choice: Choice | None = None) -> placement.Request:
     """What placement needs; without a choice, for finding where providers are installed."""
     return placement.Request(
-        replicas=md.spec.replicas,
+        replicas=_fleet_replicas(md),
         gpus=placement.gpus_per_replica(md.spec.resources.gpu.count or 0, md.spec.serving_mode),
         gpu_type=md.spec.resources.gpu.type,
         provider=choice.provider if choice else "",
@@ -245,15 +318,24 @@ def _compose_cluster(
     provider: Provider,
     shape: Workload,
     replicas: int,
+    scaled: scaler.Scaled | None,
 ) -> Placed:
-    """The workload and route on ``cluster``; its ModelEndpoint once they serve."""
+    """The workload, its scaler and route on ``cluster``; its ModelEndpoint once they serve."""
     cluster_name = cluster.metadata.name
-    parts, notes = _parts(md, cluster, provider, shape, replicas)
+    parts, notes = _parts(
+        md, cluster=cluster, provider=provider, shape=shape, replicas=replicas, scaled=scaled
+    )
     observed = {p.part: rec.observed(naming.resource(cluster_name, p.part)) for p in parts}
     ready = min(provider.ready_replicas(observed, replicas), replicas)
     refused = _refused(cluster_name, parts, observed)
     endpoint_key = naming.resource(cluster_name, ENDPOINT_PART)
     placed = Placed(cluster_name, replicas, ready, (), False, refused, notes)
+    if scaled is not None:
+        parts = scaler.leave_replicas(parts, observed)
+        placed = placed._replace(
+            running=scaler.running(parts, observed, scaled.bounds),
+            last_request=scaler.last_request(observed),
+        )
 
     provider_config = cluster.status.provider_config_ref.name
     if not provider_config:
@@ -263,30 +345,44 @@ def _compose_cluster(
             waiting=("the cluster's providerConfigRef",),
             endpoint_ready=endpoint_key in kept and rec.observed(endpoint_key).ready,
         )
-    _compose_workload(rec, cluster_name, parts, observed, provider_config)
-    waiting = _endpoint_waits_for(rec, parts, observed, view, endpoint_key)
+    _compose_workload(rec, cluster_name, parts, observed, provider_config, asleep=placed.asleep)
+    # Asleep, or waking after sleeping: no engine serves, yet the endpoint stays, marked,
+    # so that the routes leave it out without forgetting it (scaler.py).
+    dormant = placed.ready == 0 and (placed.asleep or rec.observed(endpoint_key).exists)
+    waiting = _endpoint_waits_for(
+        rec, parts, observed, view, endpoint_key, dormant=scaled is not None and dormant
+    )
     hostname = cluster.status.gateway.hostname
     if waiting or not hostname:
         return placed._replace(waiting=tuple(waiting))
-    return placed._replace(endpoint_ready=_compose_endpoint(rec, md, cluster, hostname))
+    labels = _endpoint_labels(md, cluster)
+    if scaled is not None:
+        labels |= scaler.endpoint_labels(scaled.bounds, asleep=dormant)
+    return placed._replace(endpoint_ready=_compose_endpoint(rec, md, cluster, hostname, labels))
 
 
 def _parts(
     md: ModelDeployment,
+    *,
     cluster: InferenceCluster,
     provider: Provider,
     shape: Workload,
     replicas: int,
+    scaled: scaler.Scaled | None,
 ) -> tuple[tuple[RemotePart, ...], tuple[str, ...]]:
-    """What runs on ``cluster``: the provider's objects and the route to them; and the
-    provider's notes on how it took the spec."""
+    """What runs on ``cluster``: the provider's objects, their scaler and the route to
+    them; and the provider's notes on how it took the spec."""
     namespace, name = _identity(md)
-    workload = provider.for_cluster(shape._replace(replicas=replicas), cluster)
+    start = replicas if scaled is None else scaled.bounds.start
+    workload = provider.for_cluster(shape._replace(replicas=start), cluster)
     rendered = provider.render(workload)
     route = routing.http_route(
         workload, namespace=namespace, name=name, backend=rendered.backend_ref
     )
-    return (*rendered.parts, RemotePart(ROUTE_PART, route)), rendered.notes
+    parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
+    if scaled is not None and md.spec.scaling is not None:
+        parts += (scaler.part(workload, rendered.parts, md.spec.scaling, scaled),)
+    return parts, rendered.notes
 
 
 def _compose_workload(
@@ -295,8 +391,11 @@ def _compose_workload(
     parts: tuple[RemotePart, ...],
     observed: dict[str, Observed],
     provider_config: str,
+    *,
+    asleep: bool = False,
 ) -> None:
-    """Each part as an Object on the cluster, marked ready as it was observed."""
+    """Each part as an Object on the cluster, marked ready as it was observed; an engine
+    its scaler put to sleep is where it should be."""
     for part in parts:
         obj = remote_object(
             manifest=part.manifest,
@@ -306,7 +405,8 @@ def _compose_workload(
             # turning ready publishes its endpoint without waiting for a poll.
             watch=None,
         )
-        rec.compose(naming.resource(cluster, part.part), obj, ready=observed[part.part].ready)
+        ready = observed[part.part].ready or (asleep and part.scaled)
+        rec.compose(naming.resource(cluster, part.part), obj, ready=ready)
 
 
 def _endpoint_waits_for(
@@ -315,11 +415,18 @@ def _endpoint_waits_for(
     observed: dict[str, Observed],
     view: placement.ClusterView,
     endpoint_key: str,
+    *,
+    dormant: bool = False,
 ) -> list[str]:
-    """What keeps the cluster's ModelEndpoint back; empty when it may be published."""
+    """What keeps the cluster's ModelEndpoint back; empty when it may be published. A
+    ``dormant`` engine (scaled to zero or waking) does not."""
     published = rec.observed(endpoint_key).exists
     waiting = (
-        [p.part for p in parts if not _still_ready(observed[p.part], published)]
+        [
+            p.part
+            for p in parts
+            if not (dormant and p.scaled) and not _still_ready(observed[p.part], published)
+        ]
         if any(state.exists for state in observed.values())
         else ["its workload to be created"]
     )
@@ -335,29 +442,37 @@ def _endpoint_waits_for(
 
 
 def _compose_endpoint(
-    rec: Reconcile, md: ModelDeployment, cluster: InferenceCluster, hostname: str
+    rec: Reconcile,
+    md: ModelDeployment,
+    cluster: InferenceCluster,
+    hostname: str,
+    labels: dict[str, str],
 ) -> bool:
     """The cluster's ModelEndpoint on the control plane; whether it is ready."""
     namespace, name = _identity(md)
     cluster_name = cluster.metadata.name
-    labels = endpoints.endpoint_labels(
-        md.spec.template.metadata.labels,
-        cluster.spec.placement.metadata.labels,
-        name,
-        cluster_name,
-    )
     endpoint = endpoints.model_endpoint(
         namespace=namespace,
         deployment=name,
         cluster=cluster_name,
         hostname=hostname,
         served_model=engine.served_model_name(namespace, name),
-        labels=labels,
+        labels=dict(sorted(labels.items())),
     )
     key = naming.resource(cluster_name, ENDPOINT_PART)
     ready = rec.observed(key).ready
     rec.compose(key, endpoint, ready=ready)
     return ready
+
+
+def _endpoint_labels(md: ModelDeployment, cluster: InferenceCluster) -> dict[str, str]:
+    """The labels of the ModelEndpoint for ``cluster``, which ModelServices select by."""
+    return endpoints.endpoint_labels(
+        md.spec.template.metadata.labels,
+        cluster.spec.placement.metadata.labels,
+        md.metadata.name,
+        cluster.metadata.name,
+    )
 
 
 def _still_ready(observed: Observed, published: bool) -> bool:
@@ -403,8 +518,13 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
         rec.set_status(provider=dump(previous.provider))
     rec.set_status(
         placements=[{"cluster": p.cluster, "replicas": p.replicas} for p in previous.placements],
-        replicas={"desired": md.spec.replicas, "ready": previous.replicas.ready},
+        replicas={
+            "desired": md.spec.replicas if md.spec.scaling is None else previous.replicas.desired,
+            "ready": previous.replicas.ready,
+        },
     )
+    if md.spec.scaling is not None and previous.scaling.state is not None:
+        rec.set_status(scaling=dump(previous.scaling))
     rec.report(SCHEDULED, why)
     rec.warning(f"nothing new composed: {why.message}", why.reason)
     rec.allow_ready(False)
@@ -414,18 +534,20 @@ def _hold(rec: Reconcile, md: ModelDeployment, previous: DeploymentStatus, why: 
 def _report(
     rec: Reconcile, md: ModelDeployment, plan: placement.Plan, placed: list[Placed]
 ) -> None:
-    """Status, the two conditions, the warnings, and whether the XR may be Ready."""
-    desired = md.spec.replicas
+    """Status, the conditions, the warnings, and whether the XR may be Ready."""
+    desired = sum(p.wanted for p in placed) if md.spec.scaling else md.spec.replicas
     ready = sum(p.ready for p in placed)
     rec.set_status(
         placements=[{"cluster": c, "replicas": n} for c, n in plan.placements],
         replicas={"desired": desired, "ready": ready},
     )
+    if md.spec.scaling is not None:
+        _report_scaling(rec, placed, desired, ready)
     for note in sorted({n for p in placed for n in p.notes}):
         rec.warning(note, "EngineArgs")
     for cluster, replicas, why in plan.released:
         rec.warning(f"{replicas} replica(s) moved off cluster {cluster}: {why}", "Released")
-    rec.report(SCHEDULED, _scheduled(plan, desired))
+    rec.report(SCHEDULED, _scheduled(plan, _fleet_replicas(md)))
     for p in placed:
         if p.waiting:
             waits = ", ".join(p.waiting)
@@ -438,12 +560,36 @@ def _report(
     ready_now = (
         plan.unplaced == 0
         and ready == desired
-        and all(not p.refused and not p.waiting and p.endpoint_ready for p in placed)
+        and all(not p.refused and not p.waiting and (p.endpoint_ready or p.asleep) for p in placed)
     )
     rec.allow_ready(ready_now)
     # Clusters (Schedulable, hostname, drains) and the peers' GPU use are
     # required resources: seen only when the TTL runs out (see core.pacing).
     rec.set_waiting(not ready_now)
+
+
+def _report_scaling(rec: Reconcile, placed: list[Placed], desired: int, ready: int) -> None:
+    """status.scaling and ScaledToZero: whether the deployment sleeps, wakes or serves."""
+    state = "Idle" if desired == 0 else "Waking" if ready == 0 else "Active"
+    stamps = [p.last_request for p in placed if p.last_request]
+    last = max(stamps) if stamps else None
+    rec.set_status(scaling={"state": state} | ({"lastRequestTime": last} if last else {}))
+    if desired == 0:
+        since = f" since {last}" if last else ""
+        rec.report(
+            SCALED_TO_ZERO,
+            Verdict(
+                "True",
+                "Idle",
+                f"no replica runs: no request for the model{since} within spec.scaling.idleAfter; "
+                "the next request wakes it while the ModelServices' next tier answers",
+            ),
+        )
+    else:
+        rec.report(
+            SCALED_TO_ZERO,
+            Verdict("False", state, f"{desired} replica(s) wanted now, {ready} ready"),
+        )
 
 
 def _scheduled(plan: placement.Plan, desired: int) -> Verdict:
@@ -482,6 +628,8 @@ def _replicas_ready(placed: list[Placed], desired: int) -> Verdict:
     refused = [r for p in placed for r in p.refused]
     if refused:
         return Verdict("False", INCOMPATIBLE, "; ".join(refused), warn=True)
+    if placed and desired == 0 and all(p.asleep for p in placed):
+        return Verdict("True", "ScaledToZero", "no replica runs until a request wakes it")
     ready = sum(p.ready for p in placed)
     withheld = [p for p in placed if p.waiting]
     if ready == desired and not withheld:

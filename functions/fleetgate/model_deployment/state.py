@@ -5,7 +5,7 @@ from the last reconcile is what "keep what runs" keeps. Other deployments'
 published placements are what they use of each cluster's GPUs.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -45,11 +45,17 @@ class ReplicaCounts(Model):
     ready: Replicas = 0
 
 
+class ScalingStatus(Model):
+    state: Literal["Active", "Idle", "Waking"] | None = None
+    last_request_time: str | None = None
+
+
 class DeploymentStatus(Model):
     engine: EngineChoice = Field(default_factory=EngineChoice)
     provider: ProviderChoice = Field(default_factory=ProviderChoice)
     placements: Annotated[tuple[PlacementEntry, ...], Field(max_length=1024)] = ()
     replicas: ReplicaCounts = Field(default_factory=ReplicaCounts)
+    scaling: ScalingStatus = Field(default_factory=ScalingStatus)
 
 
 class _Observed(Model):

@@ -33,6 +33,7 @@ from fleetgate.core.governance import (
     llm_request_costs,
     rate_limit_rules,
     refusals,
+    waking,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.kinds.route import RouteAccess, RouteBackend, RouteGateway
@@ -256,7 +257,9 @@ def _route_policy(route: str, kind: str, **spec: Any) -> Manifest:
     )
 
 
-def caller_traffic(route: str, service: Service, limits: Sequence[ResolvedLimit]) -> Manifest:
+def caller_traffic(
+    route: str, service: Service, limits: Sequence[ResolvedLimit], cold_start: bool = False
+) -> Manifest:
     """How much each caller may use of this model here, and what a refused caller reads.
 
     A traffic policy on the HTTPRoute AI Gateway generates: the limits as
@@ -267,7 +270,10 @@ def caller_traffic(route: str, service: Service, limits: Sequence[ResolvedLimit]
     Gateway merges the two policies' rules by name (internal/gatewayapi/
     backendtrafficpolicy.go:845-885, internal/ir/xds.go:2571-2574 at v1.8.3).
     """
-    spec: dict[str, Any] = {"responseOverride": refusals(model=service.model)}
+    overrides = refusals(model=service.model)
+    if cold_start:
+        overrides.append(waking(service.model))
+    spec: dict[str, Any] = {"responseOverride": overrides}
     rules = rate_limit_rules(limits, shared=False)
     if rules:
         spec["rateLimit"] = {"global": {"rules": rules}}
@@ -366,6 +372,7 @@ def model_route_objects(
     alert: FailoverAlert | None = None,
     *,
     routed: Sequence[RouteBackend] | None = None,
+    cold_start: bool = False,
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name.
 
@@ -399,9 +406,11 @@ def model_route_objects(
         # Ready once created (Envoy Gateway may refuse it and the route still
         # serves), but its status is read back for StrictTiers.
         objects[keys.tiers] = remote(strict_tiers(route, gateway), watch=True)
+        if access is not None or cold_start:
+            limits = access.limits if access is not None else []
+            objects[keys.traffic] = remote(caller_traffic(route, service, limits, cold_start))
         if access is not None:
             objects[keys.access] = remote(caller_access(route, access.callers))
-            objects[keys.traffic] = remote(caller_traffic(route, service, access.limits))
             reads = answer_reads(access.limits)
             if reads:
                 objects[keys.counted] = remote(answers_counted(route, gateway, reads), watch=True)

@@ -51,7 +51,13 @@ def compose(rec: Reconcile) -> None:
     routed = [b for b in backends if _on_cluster(rec, b.endpoint)]
     keys = route_keys([b.endpoint for b in routed]) if routed else None
     objects = model_route_objects(
-        service, gateway, backends, access, route.spec.failover_alert, routed=routed
+        service,
+        gateway,
+        backends,
+        access,
+        route.spec.failover_alert,
+        routed=routed,
+        cold_start=route.spec.cold_start,
     )
     leaving = _keep_leaving(rec, service, gateway.name, backends)
     held = None
@@ -69,7 +75,8 @@ def compose(rec: Reconcile) -> None:
         if held.kept:
             rec.keep(keys.counted)
         objects = {k: v for k, v in objects.items() if k not in dropped}
-    _keep_replaced(rec, keys if held is None else None, access is not None, set(objects))
+    with_policies = access is not None or route.spec.cold_start
+    _keep_replaced(rec, keys if held is None else None, with_policies, set(objects))
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).

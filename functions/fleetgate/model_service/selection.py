@@ -12,7 +12,7 @@ from typing import Final, NamedTuple
 
 from pydantic import Field
 
-from fleetgate.core.constants import LABEL_CLUSTER
+from fleetgate.core.constants import LABEL_ASLEEP, LABEL_CLUSTER, LABEL_SCALES_TO_ZERO
 from fleetgate.core.kinds.cluster_status import ClusterGatewayStatus, ProviderConfigRef
 from fleetgate.core.kinds.endpoint import CredentialRef, ModelEndpoint
 from fleetgate.core.kinds.gateway import Failover, InferenceGateway
@@ -180,6 +180,7 @@ class Routable(NamedTuple):
     credential: CredentialRef | None
     cluster: str | None  # set for a fleet-hosted endpoint: mutual TLS to that cluster
     pricing: Pricing | None = None
+    scales_to_zero: bool = False  # its deployment may put it to sleep
 
 
 @dataclass
@@ -188,6 +189,12 @@ class Screening:
 
     total: int = 0
     routable: list[Routable] = field(default_factory=list)
+    # Fleet-hosted endpoints whose engines are scaled to zero (or waking): out of the
+    # route while any other endpoint serves.
+    sleeping: list[Routable] = field(default_factory=list)
+    # Every endpoint sleeps: the route takes them all, so a request wakes them, and its
+    # callers are answered 503 with Retry-After meanwhile.
+    cold_start: bool = False
     # endpoint name → why it is left out, in selection order
     left_out: dict[str, str] = field(default_factory=dict)
     # cause → how many endpoints it left out, for the condition message
@@ -256,7 +263,9 @@ def _screen(
             screening.leave_out(name, *problem)
             return
     spec = endpoint.spec
-    screening.routable.append(
+    labels = endpoint.metadata.labels
+    asleep = cluster is not None and labels.get(LABEL_ASLEEP) == "true"
+    (screening.sleeping if asleep else screening.routable).append(
         Routable(
             name=name,
             entry=index,
@@ -269,8 +278,24 @@ def _screen(
             credential=spec.credential_ref,
             cluster=cluster,
             pricing=spec.pricing,
+            scales_to_zero=cluster is not None and labels.get(LABEL_SCALES_TO_ZERO) == "true",
         )
     )
+
+
+def wake_if_all_sleep(screening: Screening) -> None:
+    """With no endpoint awake, route the sleeping ones: a request must reach them to wake
+    them, and is answered 503 with Retry-After (``governance.cold_start``) until one serves."""
+    if not screening.routable and screening.sleeping:
+        screening.routable, screening.sleeping = screening.sleeping, []
+        screening.cold_start = True
+
+
+def unhidden(screening: Screening) -> bool:
+    """Whether every endpoint the route may use can sleep: a cold start then has no tier to
+    hide behind."""
+    usable = screening.routable + screening.sleeping
+    return bool(usable) and all(r.scales_to_zero for r in usable)
 
 
 def _fleet_hop_problem(

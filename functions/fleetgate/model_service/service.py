@@ -46,10 +46,13 @@ from fleetgate.model_service.selection import (
     plan_backends,
     screen_endpoints,
     sort_gateways,
+    unhidden,
+    wake_if_all_sleep,
     wanted_credentials,
 )
 
 CONDITION = "RoutingReady"
+COLD_START = "ColdStartUnhidden"
 # Its reason while a gateway selecting the service may not serve it as configured.
 REFUSED = "GatewayWithoutAuth"
 GATEWAYS = "gateways"
@@ -245,14 +248,36 @@ def _screen_endpoints(
         {name: found[0] if found else None for name, found in secrets.items()},
         service.namespace,
     )
+    wake_if_all_sleep(screening)
     cap_backends(screening)
     for name, why in screening.left_out.items():
         rec.warning(
             f"ModelEndpoint {service.namespace}/{name} left out of the route: {why}",
             "EndpointLeftOut",
         )
-    rec.set_status(endpoints={"total": screening.total, "ready": len(screening.routable)})
+    _report_cold_start(rec, screening)
+    ready = 0 if screening.cold_start else len(screening.routable)
+    rec.set_status(endpoints={"total": screening.total, "ready": ready})
     return screening
+
+
+def _report_cold_start(rec: Reconcile, screening: Screening) -> None:
+    """ColdStartUnhidden: whether a caller can meet a sleeping model, with no tier to answer."""
+    if not unhidden(screening):
+        rec.condition(
+            COLD_START,
+            "False",
+            "AlwaysAnswered",
+            "an endpoint that never sleeps answers while the others wake",
+        )
+        return
+    message = (
+        "every endpoint of this service can be scaled to zero: while all sleep, callers are "
+        "answered 503 with Retry-After until one wakes; a later tier that never sleeps (a "
+        "provider, or a deployment with spec.scaling.minReplicas above 0) hides cold starts"
+    )
+    rec.condition(COLD_START, "True", "EveryTierSleeps", message)
+    rec.warning(message, COLD_START)
 
 
 def _anything_to_route(
@@ -318,7 +343,9 @@ def _compose_routes(
             plans[left_out] = plan_backends(usable)
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        route = model_route(service, gateway, plans[left_out], allowed, alert)
+        route = model_route(
+            service, gateway, plans[left_out], allowed, alert, cold_start=screening.cold_start
+        )
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(

@@ -77,6 +77,19 @@ RedisAddress = Annotated[
 ]
 
 
+class StackMetrics(Model):
+    prometheus_address: (
+        Annotated[
+            str, Field(min_length=8, max_length=2048, pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
+        ]
+        | None
+    ) = None
+    """URL of a Prometheus-compatible query API holding the fleet gateways' metrics (e.g.
+    http://prometheus.monitoring.svc:9090), reachable from this cluster. The scaler on this
+    cluster reads a deployment's demand there; a cluster without it is no candidate for a
+    ModelDeployment with spec.scaling.minReplicas 0."""
+
+
 class StackSpec(Model):
     install: bool = False
     """When true, Fleetgate also installs the serving stack with provider-helm Releases at pinned
@@ -94,6 +107,8 @@ class StackSpec(Model):
     composes a Redis of its own on the cluster, so limits count per cluster. Give every
     cluster the same Redis to count each caller's limits across all their gateways. Only with
     install: true."""
+    metrics: StackMetrics = Field(default_factory=StackMetrics)
+    """Where this cluster reads the fleet's metrics from."""
 
 
 class KaitoSpec(Model):

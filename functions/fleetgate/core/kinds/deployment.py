@@ -1,8 +1,9 @@
 """The ModelDeployment XR."""
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from fleetgate.core.models import (
     NAME_MAX,
@@ -106,6 +107,43 @@ class EndpointTemplate(Model):
     """Metadata of the published ModelEndpoints."""
 
 
+# Hours, minutes and seconds (e.g. 15m, 1h30m): KEDA counts its cooldown in seconds.
+IdleDuration = Annotated[
+    str, Field(min_length=2, max_length=15, pattern=r"^([0-9]{1,4}h)?([0-9]{1,4}m)?([0-9]{1,4}s)?$")
+]
+
+SCALING_BOUNDS_RULE = "self.minReplicas <= self.maxReplicas"
+SCALING_BOUNDS_MESSAGE = "spec.scaling.minReplicas must not exceed spec.scaling.maxReplicas"
+
+
+class Scaling(Model):
+    min_replicas: Annotated[int, Field(ge=0, le=1024)] = 1
+    """Fewest replicas across the fleet, 0 to 1024. 0 lets the deployment sleep when idle: no
+    replica (and no GPU) runs until a request for the model arrives, and the ModelServices
+    routing to it answer from their next priority tier meanwhile. Defaults to 1."""
+    max_replicas: Annotated[int, Field(ge=1, le=1024)]
+    """Most replicas across the fleet, 1 to 1024, at least minReplicas. Placement reserves
+    capacity for this many."""
+    idle_after: IdleDuration = "15m"
+    """How long no fleet gateway has seen a request for the model before the deployment goes
+    down to minReplicas, in hours, minutes and seconds (e.g. 15m, 1h). Defaults to 15m."""
+    target_in_flight: Annotated[int, Field(ge=1, le=100000)] = 8
+    """Concurrent requests one replica should carry; more in flight adds replicas, up to
+    maxReplicas. Defaults to 8."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(SCALING_BOUNDS_MESSAGE)
+        return self
+
+    @property
+    def idle_seconds(self) -> int:
+        """``idle_after`` in seconds."""
+        units = {"h": 3600, "m": 60, "s": 1}
+        return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)([hms])", self.idle_after))
+
+
 class ModelDeploymentSpec(Model):
     model: ModelRef
     """The model to serve."""
@@ -124,6 +162,19 @@ class ModelDeploymentSpec(Model):
     replicas: Annotated[int, Field(ge=0, le=1024)] = 1
     """Total replicas across the fleet, 0 to 1024. Existing placements are kept; new replicas
     spread over clusters before they pack. Defaults to 1."""
+    scaling: Scaling | None = Field(
+        None,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": SCALING_BOUNDS_RULE, "message": SCALING_BOUNDS_MESSAGE},
+            ],
+        },
+    )
+    """Scale with demand instead of running a fixed count: between minReplicas and maxReplicas
+    (totals across the fleet), by the requests the fleet gateways see for the model whichever
+    tier answered them. replicas, when set too, is the starting count, kept within the bounds.
+    Only the providers Direct, LLMD and KAITO scale; minReplicas 0 also needs clusters whose
+    spec.stack.metrics.prometheusAddress is set. Absent: replicas is fixed."""
     placement: DeploymentPlacement = Field(default_factory=DeploymentPlacement)
     """Where replicas may go."""
     template: EndpointTemplate = Field(default_factory=EndpointTemplate)

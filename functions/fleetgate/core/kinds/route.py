@@ -159,6 +159,10 @@ class ModelRouteSpec(Model):
     """The ModelService's spec.failoverAlert, set when the gateway composes PrometheusRules (its
     spec.monitoring.prometheusRules); the route composes one when it has more than one tier or
     a priced endpoint."""
+    cold_start: bool = False
+    """Set by the ModelService while every backend's engine is scaled to zero: the route still
+    sends to them, so each request counts as demand and wakes them, and Envoy's answer, a 503
+    while no engine serves, reaches the caller as a JSON error with Retry-After."""
     withdraw: bool = False
     """Set by the ModelService once the gateway no longer serves it: the route leaves the
     gateway's cluster at once, each backend in stages (route, then Backend and

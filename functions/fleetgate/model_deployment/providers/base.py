@@ -84,6 +84,9 @@ class RemotePart(NamedTuple):
     part: str
     manifest: Manifest
     readiness_query: str | None = None
+    # The part whose spec.replicas sizes the workload, which a scaler may own instead
+    # (through its scale subresource).
+    scaled: bool = False
 
 
 class Rendered(NamedTuple):
@@ -146,6 +149,7 @@ class Renderer:
     """What most providers share; each provider states only what differs."""
 
     starts_engine: bool = True
+    scales: bool = False
     sizing_paths: frozenset[str] = frozenset()
 
     def default_image(self, engine: EngineType) -> str | None:
@@ -170,6 +174,8 @@ class Provider(Protocol):
     # served model name (KAITO, Dynamo, KubeRay) rather than running the user's
     # command line as written (Direct, LLMD).
     starts_engine: bool
+    # Whether one of its parts is ``scaled``: a scaler can size it, down to zero.
+    scales: bool
     # Override paths (dotted, below the root) that size the workload in this
     # provider's own terms: refused like the sizing keys every provider refuses.
     sizing_paths: frozenset[str]

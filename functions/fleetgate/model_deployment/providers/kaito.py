@@ -299,6 +299,7 @@ class KAITO(Renderer):
     name: ServingProvider = "KAITO"
     overrides: type[BaseModel] = KAITOOverrides
     sizing_paths: frozenset[str] = frozenset({"resource.count"})
+    scales: bool = True
 
     def check(self, workload: Workload) -> str | None:
         found = engines.flag(workload.engine.args, "--port")
@@ -350,6 +351,8 @@ class KAITO(Renderer):
                 f"{INFERENCESET_PART}-{rev.digest}",
                 inference_set(workload, name, rev, config),
                 SERVING_QUERY,
+                # Through the InferenceSet's scale subresource (spec.replicas).
+                scaled=True,
             ),
             RemotePart(SERVICE_PART, service(workload, name)),
         ]

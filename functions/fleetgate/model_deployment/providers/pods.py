@@ -123,7 +123,7 @@ def engine_deployment(workload: Workload) -> Manifest:
 
 def engine_part(workload: Workload) -> RemotePart:
     """The engine Deployment, Ready while it serves (``SERVING_QUERY``)."""
-    return RemotePart(ENGINE_PART, engine_deployment(workload), SERVING_QUERY)
+    return RemotePart(ENGINE_PART, engine_deployment(workload), SERVING_QUERY, scaled=True)
 
 
 def engine_service(workload: Workload) -> Manifest:
@@ -212,6 +212,7 @@ class CommandEngine(Renderer):
     # Applied to the engine Deployment.
     overrides: type[BaseModel] = DeploymentOverrides
     starts_engine: bool = False
+    scales: bool = True
 
     def front(self, workload: Workload) -> tuple[tuple[RemotePart, ...], Manifest]:
         """The parts in front of the engine, and the backend the route targets."""

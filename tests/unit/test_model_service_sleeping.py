@@ -1,0 +1,98 @@
+"""compose-model-service with endpoints whose deployment scales to zero: a sleeping tier is
+skipped, not tried; with every tier asleep the route still reaches them (a request is what
+wakes them) and callers read a 503 with Retry-After; ColdStartUnhidden says when that can
+happen."""
+
+import json
+from typing import Any
+
+from fleetgate.core.governance import WAKING_RETRY_AFTER
+from fleetgate.model_service.composer import compose
+from tests.support import request, run
+from tests.support.model_service import (
+    condition,
+    entry,
+    fleet,
+    hosted,
+    plan,
+    route_of,
+    route_policy_spec,
+    routed,
+    service,
+    third_party,
+)
+
+MAY_SLEEP = {"fleetgate.dev/scales-to-zero": "true"}
+ASLEEP = MAY_SLEEP | {"fleetgate.dev/asleep": "true"}
+TIERED = service(entry(1, 0, tier="hosted"), entry(1, 1, provider="openai"))
+HOSTED_ONLY = service(entry(1, 0, tier="hosted"))
+
+
+def eu(labels: dict[str, str]) -> dict[str, Any]:
+    return hosted("qwen-eu-1", "eu-1", labels={"tier": "hosted", **labels})
+
+
+def us(labels: dict[str, str]) -> dict[str, Any]:
+    return hosted("qwen-us-1", "us-1", labels={"tier": "hosted", **labels})
+
+
+def reconcile(xr: dict[str, Any], *endpoints: list[dict[str, Any]]) -> Any:
+    return run(compose, request(xr, required=fleet(*endpoints)))
+
+
+def test_a_sleeping_tier_is_skipped_and_the_next_answers_at_once() -> None:
+    out = reconcile(TIERED, [eu(ASLEEP), us(MAY_SLEEP)], [third_party("openai")])
+    assert [(b["endpoint"], b["priority"]) for b in plan(out)] == [
+        ("qwen-us-1", 0),
+        ("openai", 1),
+    ]
+    asleep = reconcile(TIERED, [eu(ASLEEP), us(ASLEEP)], [third_party("openai")])
+    assert [(b["endpoint"], b["priority"]) for b in plan(asleep)] == [("openai", 0)]
+    assert "coldStart" not in asleep.desired[next(iter(asleep.desired))]["spec"]
+    assert not any("qwen" in w for w in asleep.warnings), "sleeping is not a fault"
+    assert asleep.composite["status"]["endpoints"] == {"total": 3, "ready": 1}
+    assert asleep.conditions["ColdStartUnhidden"][:2] == ("False", "AlwaysAnswered")
+
+
+def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> None:
+    out = reconcile(HOSTED_ONLY, [eu(ASLEEP), us(ASLEEP)])
+    assert {b["endpoint"] for b in plan(out)} == {"qwen-eu-1", "qwen-us-1"}
+    spec = out.desired[next(iter(out.desired))]["spec"]
+    assert spec["coldStart"] is True
+    assert out.composite["status"]["endpoints"] == {"total": 2, "ready": 0}
+    status, reason, message = out.conditions["ColdStartUnhidden"]
+    assert (status, reason) == ("True", "EveryTierSleeps")
+    assert "503 with Retry-After" in message
+    assert any("can be scaled to zero" in w for w in out.warnings)
+    assert condition(out)[0] == "False", "routing waits for the route as always"
+
+    route = route_of(out)
+    assert routed(out) == {"qwen-eu-1", "qwen-us-1"}
+    overrides = route_policy_spec(route, "caller-traffic", "BackendTrafficPolicy")[
+        "responseOverride"
+    ]
+    (cold,) = [o for o in overrides if o["match"]["statusCodes"][0]["value"] == 503]
+    assert "source" not in cold, "the cluster gateway's 503 as much as the fleet gateway's"
+    response = cold["response"]
+    assert response["header"] == {
+        "set": [{"name": "Retry-After", "value": str(WAKING_RETRY_AFTER)}]
+    }
+    error = json.loads(response["body"]["inline"])["error"]
+    assert (error["code"], error["model"]) == ("cold_start", "team-a/chat")
+
+
+def test_an_awake_tier_that_may_sleep_still_leaves_the_cold_start_unhidden() -> None:
+    out = reconcile(HOSTED_ONLY, [eu(MAY_SLEEP), us(ASLEEP)])
+    assert [b["endpoint"] for b in plan(out)] == ["qwen-eu-1"]
+    assert "coldStart" not in out.desired[next(iter(out.desired))]["spec"]
+    assert out.conditions["ColdStartUnhidden"][:2] == ("True", "EveryTierSleeps")
+    # Awake: the route has no 503 of its own (nor, without spec.access, a traffic policy).
+    assert not any(k.startswith("caller-traffic") for k in route_of(out).desired)
+
+
+def test_only_fleet_hosted_endpoints_can_sleep() -> None:
+    """The labels mean something only on an endpoint a ModelDeployment published."""
+    third = third_party("openai", labels={"provider": "openai", **ASLEEP})
+    out = reconcile(service(entry(1, 0, provider="openai")), [third])
+    assert [b["endpoint"] for b in plan(out)] == ["openai"]
+    assert out.conditions["ColdStartUnhidden"][:2] == ("False", "AlwaysAnswered")
