@@ -240,6 +240,8 @@ $(PROMETHEUS): tools/promtool/go.mod tools/promtool/go.sum
 	cd tools/promtool && CGO_ENABLED=0 $(GOBUILD) -tags remove_all_sd -o $(CURDIR)/$@ github.com/prometheus/prometheus/cmd/prometheus
 controlplane-bins: $(PROMETHEUS)
 
+include tools/keda/keda.mk
+
 # The rate-limit service's Redis on the real control plane is Debian's redis-server, installed
 # when missing and we may (CI runs as root on Debian); without it make e2e cannot run.
 .PHONY: redis-server

@@ -113,18 +113,21 @@ class Network:
             for index in range(len(have), int(deployment["spec"].get("replicas", 1))):
                 running.append(self._run_engine(cluster, key, deployment, index))
         for service in workload.admin.list("v1", "Service"):
-            selector = service["spec"].get("selector")
-            if selector and service["metadata"]["namespace"] in {
-                r.deployment.split("/")[0] for r in running
-            }:
-                chosen = [
-                    r
-                    for r in running
-                    if r.deployment.split("/")[0] == service["metadata"]["namespace"]
-                    and selector.items() <= r.labels.items()
-                ]
-                if chosen:
-                    workload.admin.apply(_endpoint_slice(service, chosen))
+            selector = service["spec"].get("selector") or {}
+            namespace = service["metadata"]["namespace"]
+            if not selector or not any(
+                key.split("/")[0] == namespace and selector.items() <= _pod_labels(d).items()
+                for key, d in wanted.items()
+            ):
+                continue
+            # Every replica it selects: none while its engine is scaled to zero, so the
+            # cluster gateway has nowhere to send a request, as with no pod running.
+            chosen = [
+                r
+                for r in running
+                if r.deployment.split("/")[0] == namespace and selector.items() <= r.labels.items()
+            ]
+            workload.admin.apply(_endpoint_slice(service, chosen))
 
     def _run_engine(self, cluster: str, key: str, deployment: Obj, index: int) -> Replica:
         namespace, name = key.split("/")
@@ -246,12 +249,18 @@ class Network:
         return None
 
 
+def _pod_labels(deployment: Obj) -> dict[str, str]:
+    return deployment["spec"]["template"]["metadata"].get("labels") or {}
+
+
 def _endpoint_slice(service: Obj, replicas: list[Replica]) -> Obj:
-    """The EndpointSlice the endpoint-slice controller writes for ``service``'s pods."""
+    """The EndpointSlice the endpoint-slice controller writes for ``service``'s pods; with
+    none, no endpoints and no ports, as its placeholder slice."""
     meta = service["metadata"]
     ports = [
-        {"name": p.get("name", ""), "port": replicas[0].port, "protocol": p.get("protocol", "TCP")}
+        {"name": p.get("name", ""), "port": r.port, "protocol": p.get("protocol", "TCP")}
         for p in service["spec"]["ports"]
+        for r in replicas[:1]
     ]
     return {
         "apiVersion": "discovery.k8s.io/v1",

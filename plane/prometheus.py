@@ -1,5 +1,5 @@
 """Prometheus itself, as a platform runs it beside its fleet gateways: one server scraping
-one pod and evaluating one rule file.
+fleet gateway pods and evaluating a rule file.
 
 Real: Prometheus (the module promtool comes from, tools/promtool/go.mod). Played: how it
 finds the pod and its rules, which a Prometheus Operator does from a PodMonitor and a
@@ -34,15 +34,23 @@ def binary() -> Path:
 
 
 class Prometheus:
-    """One Prometheus server, scraping one target and evaluating one rule file."""
+    """One Prometheus server, scraping fleet gateway pods (by their published metrics ports)
+    and evaluating a rule file, if given."""
 
-    def __init__(self, sup: processes.Supervisor, folder: Path, target: int, rules: Path):
+    def __init__(
+        self,
+        sup: processes.Supervisor,
+        folder: Path,
+        targets: list[int],
+        rules: Path | None = None,
+    ):
         self.port = _free_port()
+        scraped = [f"127.0.0.1:{target}" for target in targets]
         config = {
             "global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
-            "rule_files": [str(rules)],
+            "rule_files": [str(rules)] if rules else [],
             "scrape_configs": [
-                {"job_name": "ai-gateway", "static_configs": [{"targets": [f"127.0.0.1:{target}"]}]}
+                {"job_name": "ai-gateway", "static_configs": [{"targets": scraped}]}
             ],
         }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config))

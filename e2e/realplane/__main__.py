@@ -33,6 +33,7 @@ from e2e.realplane import (
     faults,
     limits,
     refusals,
+    scaling,
     secretdrills,
     stackcharts,
     traffic,
@@ -104,9 +105,7 @@ def run(command: str, apply_fleet: bool = False) -> int:
             figures = {**st.timings, **converged}
             # Requests first, on the fleet as applied: the drills after them edit it.
             checks += traffic.drills(ControlPlane(st.cp, st.workloads, docs))
-            checks += alerts.drill(
-                sup, ControlPlane(st.cp, st.workloads, docs), STATE / "prometheus"
-            )
+            checks += _prometheus_drills(sup, ControlPlane(st.cp, st.workloads, docs), figures)
             # Limits next, while every caller of the fleet as applied holds its key.
             checks += _rate_limit_drills(
                 ControlPlane(st.cp, st.workloads, docs), STATE / "ratelimit-drill", figures
@@ -328,6 +327,15 @@ def _fault_drills(
         print("\n".join(f"  FAILED: {p}" for p in outcome.problems) or f"  passed: {fault.name}")
         checks.append(not outcome.problems)
     return checks
+
+
+def _prometheus_drills(
+    sup: processes.Supervisor, driver: ControlPlane, figures: dict[str, float]
+) -> list[bool]:
+    """What a real Prometheus reads of the fleet gateways: the failover alert firing and
+    resolving, then a model scaled to zero and woken by demand."""
+    checks = alerts.drill(sup, driver, STATE / "prometheus")
+    return checks + scaling.drill(sup, driver, STATE / "scaling", figures)
 
 
 def _rate_limit_drills(

@@ -122,7 +122,7 @@ def drill(sup: processes.Supervisor, driver: ControlPlane, workdir: Path) -> lis
     with tempfile.TemporaryDirectory(dir=workdir) as folder:
         rules = promtool.rule_file(rule["spec"]["groups"], Path(folder))
         target = front.proxy.netns.publish(metrics_port(front.proxy))
-        prometheus = Prometheus(sup, Path(folder), target, rules)
+        prometheus = Prometheus(sup, Path(folder), [target], rules)
         try:
             processes.wait_listening(prometheus.process, prometheus.ready, UP_S, "starting")
             problems += _fire_and_resolve(prometheus, driver)

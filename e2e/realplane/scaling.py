@@ -1,0 +1,190 @@
+"""A model that sleeps when idle and wakes on demand, with no caller seeing the cold start.
+
+Real: KEDA's operator on every workload cluster running the model (plane/keda.py), the
+Prometheus it asks (plane/prometheus.py) scraping every fleet gateway's external
+processor, Envoy and AI Gateway answering an OpenAI SDK client, and the functions on the
+control plane. The engines are the workload stand-in's processes (plane/network.py),
+one per replica KEDA asks for.
+
+The drill gives ``team-a/qwen3-8b`` (tier 0 of ``team-a/chat``) a short ``idleAfter``
+and a minimum of zero, waits until it sleeps (its endpoints marked asleep, the route
+without them), then asks ``team-a/chat`` once a second: the first answer must come from
+tier 1 (the third party), none may fail, and tier 0 must answer again once the request
+woke it. The figures (time to tier 0, answers from the fallback meanwhile, errors) are
+printed and recorded.
+"""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import openai
+
+from e2e.realplane import traffic
+from e2e.realplane.realdriver import ControlPlane
+from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
+from fleetgate.core.constants import LABEL_ASLEEP
+from plane import keda, processes, proxies
+from plane.prometheus import Prometheus, metrics_port
+
+DEPLOYMENT = ("ModelDeployment", "team-a", "qwen3-8b")
+SERVED = "team-a/qwen3-8b"
+SCALING = {"minReplicas": 0, "maxReplicas": 2, "idleAfter": "10s", "targetInFlight": 8}
+UP_S = 60.0
+# Idle: the last request leaves the demand window (a minute), then idleAfter, then the
+# functions and the routes converge.
+SLEEP_S = 240.0
+WAKE_S = 180.0
+ASK_EVERY_S = 1.0
+
+
+@dataclass
+class Waking:
+    """What the client saw from its first request to the first answer of tier 0."""
+
+    answers: list[tuple[float, int, str]] = field(default_factory=list)  # at, status, model
+
+    @property
+    def fallback(self) -> int:
+        return sum(1 for _, status, model in self.answers if status == 200 and model != SERVED)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for _, status, _ in self.answers if status != 200)
+
+    @property
+    def to_tier0(self) -> float | None:
+        return next((at for at, status, m in self.answers if status == 200 and m == SERVED), None)
+
+
+def _fleet_gateways(driver: ControlPlane) -> list[int]:
+    """Every fleet gateway pod's metrics port, published on this machine: demand is what
+    all of them see."""
+    ports = []
+    for name in sorted(driver.workloads):
+        for proxy in proxies.on(name).running.values():
+            try:
+                ports.append(proxy.netns.publish(metrics_port(proxy)))
+            except LookupError:  # a cluster gateway: no external processor beside it
+                continue
+    return ports
+
+
+def _asleep(driver: ControlPlane) -> list[str]:
+    """What is not yet as a sleeping deployment leaves it: status Idle, endpoints marked,
+    the public route without them."""
+    problems = []
+    status = driver.xrs()[DEPLOYMENT].get("status") or {}
+    if (status.get("scaling") or {}).get("state") != "Idle":
+        problems.append(f"{SERVED}: status.scaling is {status.get('scaling')}, not Idle")
+    endpoints = [
+        xr
+        for key, xr in driver.xrs().items()
+        if key[0] == "ModelEndpoint" and xr["metadata"]["name"].startswith("qwen3-8b-")
+    ]
+    awake = [e["metadata"]["name"] for e in endpoints if LABEL_ASLEEP not in _labels(e)]
+    if not endpoints or awake:
+        problems.append(f"endpoints not marked asleep: {awake or 'none published'}")
+    problems += [f"{MODEL} on {GATEWAY} still routes to {SERVED}"] if _routed(driver) else []
+    return problems
+
+
+def _awake(driver: ControlPlane) -> list[str]:
+    """What is not yet as it was before the drill: both replicas ready, tier 0 routed."""
+    status = driver.xrs()[DEPLOYMENT].get("status") or {}
+    problems = [] if _routed(driver) else [f"{MODEL} on {GATEWAY} does not route to {SERVED}"]
+    if status.get("replicas") != {"desired": 2, "ready": 2} or "scaling" in status:
+        problems.append(f"{SERVED}: replicas {status.get('replicas')}, {status.get('scaling')}")
+    return problems
+
+
+def _labels(xr: dict[str, object]) -> dict[str, str]:
+    meta = xr.get("metadata")
+    return dict((meta.get("labels") if isinstance(meta, dict) else None) or {})
+
+
+def _routed(driver: ControlPlane) -> bool:
+    (route,) = (r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE)
+    return any(b.model == SERVED for b in route.backends)
+
+
+def _wake(client: openai.OpenAI) -> Waking:
+    """Ask once a second from the first request until tier 0 answers (or WAKE_S ran out)."""
+    seen = Waking()
+    started = time.monotonic()
+    while seen.to_tier0 is None and time.monotonic() - started < WAKE_S:
+        at = time.monotonic() - started
+        try:
+            reply = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "wake up"}]
+            )
+            seen.answers.append((at, 200, reply.model))
+        except openai.APIStatusError as err:
+            seen.answers.append((at, err.status_code, ""))
+        except openai.APIConnectionError:
+            seen.answers.append((at, 0, ""))
+        time.sleep(ASK_EVERY_S)
+    return seen
+
+
+def drill(
+    sup: processes.Supervisor, driver: ControlPlane, workdir: Path, figures: dict[str, float]
+) -> list[bool]:
+    """``team-a/qwen3-8b`` scales to zero when idle; a request for ``team-a/chat`` is
+    answered by tier 1 at once and wakes it; tier 0 answers again: one check."""
+    title = f"{SERVED} sleeps when idle, {MODEL} is answered by tier 1 while it wakes"
+    print(f"drill: {title}")
+    placed = [p["cluster"] for p in driver.xrs()[DEPLOYMENT]["status"]["placements"]]
+    workdir.mkdir(parents=True, exist_ok=True)
+    prometheus = Prometheus(sup, workdir, _fleet_gateways(driver))
+    operators = [keda.start(sup, workdir / c, driver.workloads[c]) for c in placed]
+    problems: list[str] = []
+    try:
+        processes.wait_listening(prometheus.process, prometheus.ready, UP_S, "starting")
+        address = f"http://127.0.0.1:{prometheus.port}"
+        for cluster in placed:
+            metrics_at = {"stack": {"metrics": {"prometheusAddress": address}}}
+            driver.patch_spec(("InferenceCluster", "", cluster), metrics_at)
+        driver.patch_spec(DEPLOYMENT, {"scaling": SCALING})
+        slept = time.monotonic()
+        problems += driver.settle(f"{SERVED} asleep", lambda: _asleep(driver))
+        figures["scale to zero: idle to asleep and routed around (s)"] = round(
+            time.monotonic() - slept
+        )
+        front = traffic.public_gateway(driver)
+        seen = _wake(front.client(front.keys[CALLER]))
+        problems += _judged(seen, figures)
+    finally:
+        driver.patch_spec(DEPLOYMENT, {"scaling": None})
+        for cluster in placed:
+            driver.patch_spec(("InferenceCluster", "", cluster), {"stack": {"metrics": None}})
+        for operator in operators:
+            sup.stop(operator.process)
+        sup.stop(prometheus.process)
+    problems += driver.settle(f"{SERVED} as applied", lambda: _awake(driver))
+    print("\n".join(f"  FAILED: {p}" for p in problems) or f"  passed: {title}")
+    return [not problems]
+
+
+def _judged(seen: Waking, figures: dict[str, float]) -> list[str]:
+    """The figures of a wake-up, and what in it a caller would have noticed."""
+    for at, status, model in seen.answers:
+        print(f"  {at:5.1f} s: {status} {model}")
+    if seen.to_tier0 is not None:
+        figures["scale to zero: first request to tier 0 answering (s)"] = round(seen.to_tier0, 1)
+    figures["scale to zero: answered by the fallback meanwhile"] = seen.fallback
+    figures["scale to zero: errors"] = seen.errors
+    problems = []
+    first = seen.answers[0] if seen.answers else None
+    if first is None or first[1] != 200 or first[2] == SERVED:
+        problems.append(f"the first request was not answered by tier 1: {first}")
+    if seen.errors:
+        problems.append(f"{seen.errors} request(s) failed while {SERVED} woke")
+    if seen.to_tier0 is None:
+        problems.append(f"tier 0 did not answer within {WAKE_S:.0f} s of the first request")
+    else:
+        print(
+            f"  tier 0 answered {seen.to_tier0:.1f} s after the first request; "
+            f"{seen.fallback} answered by the fallback meanwhile, {seen.errors} errors"
+        )
+    return problems
