@@ -48,6 +48,7 @@ RELEASES = [
         "v1.1.0",
         "envoy-ai-gateway-system",
     ),
+    ("keda", "keda", "https://kedacore.github.io/charts", "2.20.0", "keda"),
 ]
 
 

@@ -62,6 +62,7 @@ from fleetgate.inference_cluster.builders import KEEP_ON_DELETE
 HELM_API_VERSION: Final = "helm.m.crossplane.io/v1beta1"
 JETSTACK: Final = "https://charts.jetstack.io"
 ENVOY_OCI: Final = "oci://docker.io/envoyproxy"
+KEDA_CHARTS: Final = "https://kedacore.github.io/charts"
 EG_NAMESPACE: Final = "envoy-gateway-system"
 AIGW_NAMESPACE: Final = "envoy-ai-gateway-system"
 EG_CONTROLLER: Final = "gateway.envoyproxy.io/gatewayclass-controller"
@@ -327,6 +328,17 @@ CHARTS: Final[tuple[Chart, ...]] = (
                 "maxRecvMsgSize": str(EXTENSION_MESSAGE_MAX_BYTES),
             }
         },
+    ),
+    # The scaler of ModelDeployments with spec.scaling (their ScaledObjects). It needs
+    # nothing of the rest of the stack; the chart's defaults (operator, metrics API
+    # server, admission webhooks) are what KEDA documents. The chart's version is
+    # KEDA's own (kedacore/charts keda/Chart.yaml keeps version == appVersion).
+    Chart(
+        key="keda",
+        chart="keda",
+        repository=KEDA_CHARTS,
+        version="2.20.0",
+        namespace="keda",
     ),
 )
 
