@@ -98,7 +98,8 @@ class Placed(NamedTuple):
 
     @property
     def asleep(self) -> bool:
-        """Scaled to zero: its endpoint is withdrawn on purpose, not withheld."""
+        """Scaled to zero on purpose: its engine is where it should be, and its endpoint
+        stays, marked asleep."""
         return self.running == 0
 
 
