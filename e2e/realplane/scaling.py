@@ -17,6 +17,7 @@ printed and recorded.
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import openai
 
@@ -70,6 +71,11 @@ def _fleet_gateways(driver: ControlPlane) -> list[int]:
     return ports
 
 
+def _workload(xrs: dict[tuple[str, str, str], dict[str, Any]], cluster: str) -> str:
+    """The workload cluster an InferenceCluster is: by its ClusterProviderConfig's name."""
+    return str(xrs[("InferenceCluster", "", cluster)]["status"]["providerConfigRef"]["name"])
+
+
 def _asleep(driver: ControlPlane) -> list[str]:
     """What is not yet as a sleeping deployment leaves it: status Idle, endpoints marked,
     the public route without them."""
@@ -104,8 +110,10 @@ def _labels(xr: dict[str, object]) -> dict[str, str]:
 
 
 def _routed(driver: ControlPlane) -> bool:
-    (route,) = (r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE)
-    return any(b.model == SERVED for b in route.backends)
+    """Whether a route of the service on the public gateway sends to tier 0 (while one
+    replaces another, both are there)."""
+    routes = [r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE]
+    return any(b.model == SERVED for r in routes for b in r.backends)
 
 
 def _wake(client: openai.OpenAI) -> Waking:
@@ -134,10 +142,11 @@ def drill(
     answered by tier 1 at once and wakes it; tier 0 answers again: one check."""
     title = f"{SERVED} sleeps when idle, {MODEL} is answered by tier 1 while it wakes"
     print(f"drill: {title}")
-    placed = [p["cluster"] for p in driver.xrs()[DEPLOYMENT]["status"]["placements"]]
+    xrs = driver.xrs()
+    placed = [p["cluster"] for p in xrs[DEPLOYMENT]["status"]["placements"]]
     workdir.mkdir(parents=True, exist_ok=True)
     prometheus = Prometheus(sup, workdir, _fleet_gateways(driver))
-    operators = [keda.start(sup, workdir / c, driver.workloads[c]) for c in placed]
+    operators = [keda.start(sup, workdir / c, driver.workloads[_workload(xrs, c)]) for c in placed]
     problems: list[str] = []
     try:
         processes.wait_listening(prometheus.process, prometheus.ready, UP_S, "starting")

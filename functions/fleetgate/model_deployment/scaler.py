@@ -30,7 +30,6 @@ namespaced/object/syncer.go:56-66 at v1.2.1, crossplane-runtime's
 APIPatchingApplicator).
 """
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -91,8 +90,10 @@ def bounds(
 
 
 def _model_matcher(services: Sequence[str]) -> str:
-    # Prometheus anchors a regex matcher; names only need their dots escaped.
-    alternatives = "|".join(re.escape(s) for s in sorted(services))
+    # Prometheus anchors a regex matcher. Kubernetes names hold letters, digits, '-' and
+    # '.': only the dot means something in a regex, and its backslash is doubled in a
+    # PromQL string, which takes Go's escapes (a lone "\-" there is a parse error).
+    alternatives = "|".join(s.replace(".", "\\\\.") for s in sorted(services))
     return f'{metrics.MODEL}=~"{alternatives}"'
 
 
