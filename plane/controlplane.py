@@ -149,7 +149,8 @@ def not_converged(cp: Cluster, excluded: Callable[[Obj], bool] = lambda _: False
             problems.append(f"{name_of(svc)}: RoutingReady {cond.get('message', 'absent')}")
         # Routed is not enough: an endpoint that turned ready must have joined.
         endpoints = (svc.get("status") or {}).get("endpoints") or {}
-        if endpoints.get("ready") != endpoints.get("total"):
+        # A sleeping endpoint (scaled to zero) is out of the route on purpose.
+        if endpoints.get("ready", 0) + endpoints.get("asleep", 0) != endpoints.get("total"):
             problems.append(
                 f"{name_of(svc)}: {endpoints.get('ready')} of {endpoints.get('total')}"
                 " selected endpoints routed"

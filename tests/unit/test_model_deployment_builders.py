@@ -520,6 +520,12 @@ SERVING = [
         {"status": {"replicas": 2, "availableReplicas": 1}}, True, id="scaling up from one"
     ),
     pytest.param({"status": {"replicas": 2, "availableReplicas": 2}}, True, id="all available"),
+    pytest.param({"spec": {"replicas": 0}, "status": {"replicas": 0}}, True, id="scaled to zero"),
+    pytest.param(
+        {"spec": {"replicas": 1}, "status": {"replicas": 1, "availableReplicas": 0}},
+        False,
+        id="woken, not serving yet",
+    ),
 ]
 
 

@@ -96,9 +96,7 @@ def test_placement_reserves_the_maximum_and_each_cluster_gets_a_scaler() -> None
     demand, load = eu["triggers"]
     assert demand["metadata"]["serverAddress"] == PROMETHEUS
     # Demand for every service routing to the eu endpoint, and no other.
-    assert (
-        'gen_ai_original_model=~"team-a/chat|team-a/chat-eu"' in demand["metadata"]["query"]
-    )
+    assert 'gen_ai_original_model=~"team-a/chat|team-a/chat-eu"' in demand["metadata"]["query"]
     assert demand["metadata"]["activationThreshold"] == "0"
     assert load["metadata"]["threshold"] == "4"
     us = objects[f"{label('us-east')}-scaler"]["spec"]["triggers"][0]["metadata"]["query"]

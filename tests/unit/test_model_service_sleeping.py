@@ -50,7 +50,7 @@ def test_a_sleeping_tier_is_skipped_and_the_next_answers_at_once() -> None:
     assert [(b["endpoint"], b["priority"]) for b in plan(asleep)] == [("openai", 0)]
     assert "coldStart" not in asleep.desired[next(iter(asleep.desired))]["spec"]
     assert not any("qwen" in w for w in asleep.warnings), "sleeping is not a fault"
-    assert asleep.composite["status"]["endpoints"] == {"total": 3, "ready": 1}
+    assert asleep.composite["status"]["endpoints"] == {"total": 3, "ready": 1, "asleep": 2}
     assert asleep.conditions["ColdStartUnhidden"][:2] == ("False", "AlwaysAnswered")
 
 
@@ -59,7 +59,7 @@ def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> No
     assert {b["endpoint"] for b in plan(out)} == {"qwen-eu-1", "qwen-us-1"}
     spec = out.desired[next(iter(out.desired))]["spec"]
     assert spec["coldStart"] is True
-    assert out.composite["status"]["endpoints"] == {"total": 2, "ready": 0}
+    assert out.composite["status"]["endpoints"] == {"total": 2, "ready": 0, "asleep": 2}
     status, reason, message = out.conditions["ColdStartUnhidden"]
     assert (status, reason) == ("True", "EveryTierSleeps")
     assert "503 with Retry-After" in message

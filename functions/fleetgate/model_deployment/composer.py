@@ -346,7 +346,7 @@ def _compose_cluster(
             waiting=("the cluster's providerConfigRef",),
             endpoint_ready=endpoint_key in kept and rec.observed(endpoint_key).ready,
         )
-    _compose_workload(rec, cluster_name, parts, observed, provider_config, asleep=placed.asleep)
+    _compose_workload(rec, cluster_name, parts, observed, provider_config)
     # Asleep, or waking after sleeping: no engine serves, yet the endpoint stays, marked,
     # so that the routes leave it out without forgetting it (scaler.py).
     dormant = placed.ready == 0 and (placed.asleep or rec.observed(endpoint_key).exists)
@@ -392,11 +392,8 @@ def _compose_workload(
     parts: tuple[RemotePart, ...],
     observed: dict[str, Observed],
     provider_config: str,
-    *,
-    asleep: bool = False,
 ) -> None:
-    """Each part as an Object on the cluster, marked ready as it was observed; an engine
-    its scaler put to sleep is where it should be."""
+    """Each part as an Object on the cluster, marked ready as it was observed."""
     for part in parts:
         obj = remote_object(
             manifest=part.manifest,
@@ -406,8 +403,7 @@ def _compose_workload(
             # turning ready publishes its endpoint without waiting for a poll.
             watch=None,
         )
-        ready = observed[part.part].ready or (asleep and part.scaled)
-        rec.compose(naming.resource(cluster, part.part), obj, ready=ready)
+        rec.compose(naming.resource(cluster, part.part), obj, ready=observed[part.part].ready)
 
 
 def _endpoint_waits_for(

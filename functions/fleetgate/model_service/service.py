@@ -256,8 +256,10 @@ def _screen_endpoints(
             "EndpointLeftOut",
         )
     _report_cold_start(rec, screening)
-    ready = 0 if screening.cold_start else len(screening.routable)
-    rec.set_status(endpoints={"total": screening.total, "ready": ready})
+    asleep = len(screening.routable if screening.cold_start else screening.sleeping)
+    ready = len(screening.routable) - (asleep if screening.cold_start else 0)
+    counts = {"total": screening.total, "ready": ready}
+    rec.set_status(endpoints=counts | ({"asleep": asleep} if asleep else {}))
     return screening
 
 

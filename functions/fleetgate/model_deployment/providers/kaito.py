@@ -106,7 +106,8 @@ INFERENCESET_MAX = WORKSPACE_MAX - len("-abcde")
 # cluster's endpoint whenever it scales up; status.replicas is the desired
 # count, not the running one (:433).
 SERVING_QUERY = (
-    "has(object.status) && has(object.status.readyReplicas) && object.status.readyReplicas > 0"
+    "(has(object.spec) && has(object.spec.replicas) && object.spec.replicas < 1) || "
+    "(has(object.status) && has(object.status.readyReplicas) && object.status.readyReplicas > 0)"
 )
 GPU_NODES = {"nvidia.com/gpu.present": "true"}
 

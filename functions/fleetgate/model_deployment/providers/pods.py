@@ -35,9 +35,11 @@ ENGINE_PART = "engine"
 # Ready while at least one engine pod serves. A Deployment's own Available
 # condition turns False while it scales up (e.g. 1 → 2 replicas needs both),
 # which would withdraw a cluster's endpoint exactly when it is adding capacity.
+# Scaled to zero by its scaler (spec.scaling), it is as asked: Ready too.
 SERVING_QUERY = (
-    "has(object.status) && has(object.status.availableReplicas) && "
-    "object.status.availableReplicas > 0"
+    "(has(object.spec) && has(object.spec.replicas) && object.spec.replicas < 1) || "
+    "(has(object.status) && has(object.status.availableReplicas) && "
+    "object.status.availableReplicas > 0)"
 )
 
 
