@@ -167,10 +167,13 @@ def drill(
         driver.patch_spec(DEPLOYMENT, {"scaling": None})
         for cluster in placed:
             driver.patch_spec(("InferenceCluster", "", cluster), {"stack": {"metrics": None}})
-        for operator in operators:
-            sup.stop(operator.process)
-        sup.stop(prometheus.process)
-    problems += driver.settle(f"{SERVED} as applied", lambda: _awake(driver))
+        try:
+            # KEDA still runs: its finalizer on each ScaledObject is its to remove.
+            problems += driver.settle(f"{SERVED} as applied", lambda: _awake(driver))
+        finally:
+            for operator in operators:
+                sup.stop(operator.process)
+            sup.stop(prometheus.process)
     print("\n".join(f"  FAILED: {p}" for p in problems) or f"  passed: {title}")
     return [not problems]
 
