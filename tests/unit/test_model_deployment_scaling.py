@@ -208,6 +208,21 @@ def test_scaling_to_zero_skips_clusters_without_metrics() -> None:
     assert step(scaled(minReplicas=1, maxReplicas=1), [bare]).conditions["Scheduled"][0] == "True"
 
 
+def test_a_cluster_that_loses_its_metrics_runs_its_share_fixed() -> None:
+    """Its scaler could read no demand (and, asleep, never wake): none is composed, the
+    engine gets its placement back, and a warning names the field."""
+    xr = scaled()
+    first = step(xr, [EU, US])
+    second = step(then(xr, first), [EU, US], observe(first, asleep("eu-west")))
+    bare = cluster("eu-west", placement_labels={"region": "eu"})
+    third = step(then(xr, second), [bare, US], observe(second, asleep("eu-west")))
+    assert list(remote(third, "ScaledObject")) == [f"{label('us-east')}-scaler"]
+    engine = remote(third, "Deployment")[f"{label('eu-west')}-engine"]
+    placed = {p["cluster"]: p["replicas"] for p in third.composite["status"]["placements"]}
+    assert engine["spec"]["replicas"] == placed["eu-west"]
+    assert any("eu-west has no spec.stack.metrics.prometheusAddress" in w for w in third.warnings)
+
+
 def test_everything_is_held_until_the_services_are_looked_up() -> None:
     out = step(scaled(), [EU, US], services=None)
     assert out.conditions["Scheduled"][:2] == ("False", "WaitingForServices")

@@ -198,14 +198,21 @@ def _scaling(
     if services is None:
         return None
     spread = scaler.bounds(md.spec.scaling, md.spec.replicas, placements)
-    return {
-        c: scaler.Scaled(
-            bounds=spread[c],
-            prometheus=clusters[c].spec.stack.metrics.prometheus_address or "",
-            services=scaler.routing_to(services, _endpoint_labels(md, clusters[c])),
-        )
-        for c, _ in placements
-    }
+    scaled = {}
+    for c, n in placements:
+        prometheus = clusters[c].spec.stack.metrics.prometheus_address
+        if not prometheus:
+            # Placed while it had one: a scaler there could read no demand, and one at
+            # zero would never wake. Its share runs fixed until the address is back.
+            rec.warning(
+                f"cluster {c} has no spec.stack.metrics.prometheusAddress: its {n} replica(s) "
+                "run fixed, without a scaler",
+                "ScalerWithoutMetrics",
+            )
+            continue
+        labels = _endpoint_labels(md, clusters[c])
+        scaled[c] = scaler.Scaled(spread[c], prometheus, scaler.routing_to(services, labels))
+    return scaled
 
 
 def _fleet(
