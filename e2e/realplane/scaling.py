@@ -10,8 +10,11 @@ The drill gives ``team-a/qwen3-8b`` (tier 0 of ``team-a/chat``) a short ``idleAf
 and a minimum of zero, waits until it sleeps (its endpoints marked asleep, the route
 without them), then asks ``team-a/chat`` once a second: the first answer must come from
 tier 1 (the third party), none may fail, and tier 0 must answer again once the request
-woke it. The figures (time to tier 0, answers from the fallback meanwhile, errors) are
-printed and recorded.
+woke it. Then it lets the model sleep again and asks ``team-a/chat-internal``, which has
+no other tier, on the ``internal`` gateway: until the engine is up every answer must be
+Envoy's 503 with ``Retry-After`` and the ``cold_start`` error, and those requests alone
+must wake it. The figures (time to tier 0, answers from the fallback or 503s meanwhile,
+errors) are printed and recorded.
 """
 
 import time
@@ -25,11 +28,16 @@ from e2e.realplane import traffic
 from e2e.realplane.realdriver import ControlPlane
 from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
 from fleetgate.core.constants import LABEL_ASLEEP
+from fleetgate.core.governance import WAKING_RETRY_AFTER
 from plane import keda, processes, proxies
 from plane.prometheus import Prometheus, metrics_port
 
 DEPLOYMENT = ("ModelDeployment", "team-a", "qwen3-8b")
 SERVED = "team-a/qwen3-8b"
+# team-a/chat-internal: qwen3-8b alone, on the internal gateway (plain http, no keys).
+ALONE: tuple[str, str, str] = ("ModelService", "team-a", "chat-internal")
+INTERNAL = "internal"
+COLD_START = f"cold_start, Retry-After {WAKING_RETRY_AFTER}"  # how a waking 503 is recorded
 SCALING = {"minReplicas": 0, "maxReplicas": 2, "idleAfter": "10s", "targetInFlight": 8}
 UP_S = 60.0
 # Idle: the last request leaves the demand window (a minute), then idleAfter, then the
@@ -41,9 +49,15 @@ ASK_EVERY_S = 1.0
 
 @dataclass
 class Waking:
-    """What the client saw from its first request to the first answer of tier 0."""
+    """What the client saw from its first request to the first answer of tier 0: when,
+    the status, and the model that answered (or, for a refusal, its error code and
+    ``Retry-After``)."""
 
-    answers: list[tuple[float, int, str]] = field(default_factory=list)  # at, status, model
+    answers: list[tuple[float, int, str]] = field(default_factory=list)
+
+    @property
+    def cold_starts(self) -> int:
+        return sum(1 for _, status, said in self.answers if (status, said) == (503, COLD_START))
 
     @property
     def fallback(self) -> int:
@@ -51,7 +65,9 @@ class Waking:
 
     @property
     def errors(self) -> int:
-        return sum(1 for _, status, _ in self.answers if status != 200)
+        """Failed answers, a waking 503 not counted: it is what a caller without a
+        fallback is promised."""
+        return sum(1 for _, status, _ in self.answers if status != 200) - self.cold_starts
 
     @property
     def to_tier0(self) -> float | None:
@@ -116,19 +132,21 @@ def _routed(driver: ControlPlane) -> bool:
     return any(b.model == SERVED for r in routes for b in r.backends)
 
 
-def _wake(client: openai.OpenAI) -> Waking:
-    """Ask once a second from the first request until tier 0 answers (or WAKE_S ran out)."""
+def _wake(client: openai.OpenAI, model: str) -> Waking:
+    """Ask for ``model`` once a second from the first request until tier 0 answers (or
+    WAKE_S ran out)."""
     seen = Waking()
     started = time.monotonic()
     while seen.to_tier0 is None and time.monotonic() - started < WAKE_S:
         at = time.monotonic() - started
         try:
             reply = client.chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": "wake up"}]
+                model=model, messages=[{"role": "user", "content": "wake up"}]
             )
             seen.answers.append((at, 200, reply.model))
         except openai.APIStatusError as err:
-            seen.answers.append((at, err.status_code, ""))
+            retry = err.response.headers.get("retry-after")
+            seen.answers.append((at, err.status_code, f"{err.code}, Retry-After {retry}"))
         except openai.APIConnectionError:
             seen.answers.append((at, 0, ""))
         time.sleep(ASK_EVERY_S)
@@ -161,8 +179,12 @@ def drill(
             time.monotonic() - slept
         )
         front = traffic.public_gateway(driver)
-        seen = _wake(front.client(front.keys[CALLER]))
-        problems += _judged(seen, figures)
+        problems += _judged(_wake(front.client(front.keys[CALLER]), MODEL), figures)
+        if not problems:
+            problems += driver.settle(f"{SERVED} asleep again", lambda: _asleep(driver))
+        if not problems:
+            internal = traffic.plain_gateway(driver, INTERNAL, ALONE)
+            problems += _judged_alone(_wake(internal.client(), _model(ALONE)), figures)
     finally:
         driver.patch_spec(DEPLOYMENT, {"scaling": None})
         for cluster in placed:
@@ -178,10 +200,20 @@ def drill(
     return [not problems]
 
 
+def _model(service: tuple[str, str, str]) -> str:
+    """The model name a caller asks for to reach ``service``."""
+    return f"{service[1]}/{service[2]}"
+
+
+def _printed(seen: Waking) -> None:
+    for at, status, said in seen.answers:
+        print(f"  {at:5.1f} s: {status} {said}")
+
+
 def _judged(seen: Waking, figures: dict[str, float]) -> list[str]:
-    """The figures of a wake-up, and what in it a caller would have noticed."""
-    for at, status, model in seen.answers:
-        print(f"  {at:5.1f} s: {status} {model}")
+    """The figures of a wake-up behind a fallback, and what in it a caller would have
+    noticed."""
+    _printed(seen)
     if seen.to_tier0 is not None:
         figures["scale to zero: first request to tier 0 answering (s)"] = round(seen.to_tier0, 1)
     figures["scale to zero: answered by the fallback meanwhile"] = seen.fallback
@@ -198,5 +230,28 @@ def _judged(seen: Waking, figures: dict[str, float]) -> list[str]:
         print(
             f"  tier 0 answered {seen.to_tier0:.1f} s after the first request; "
             f"{seen.fallback} answered by the fallback meanwhile, {seen.errors} errors"
+        )
+    return problems
+
+
+def _judged_alone(seen: Waking, figures: dict[str, float]) -> list[str]:
+    """The figures of a wake-up with no other tier: Envoy's waking 503 until the engine
+    answers, and nothing else."""
+    _printed(seen)
+    if seen.to_tier0 is not None:
+        figures["cold start, no fallback: first request to an answer (s)"] = round(seen.to_tier0, 1)
+    figures["cold start, no fallback: 503 with Retry-After meanwhile"] = seen.cold_starts
+    first = seen.answers[0] if seen.answers else None
+    problems = []
+    if first is None or first[1:] != (503, COLD_START):
+        problems.append(f"the first request was not answered 503 ({COLD_START}): {first}")
+    if seen.errors:
+        problems.append(f"{seen.errors} answer(s) neither {SERVED} nor a waking 503")
+    if seen.to_tier0 is None:
+        problems.append(f"{SERVED} did not answer within {WAKE_S:.0f} s: the 503s did not wake it")
+    else:
+        print(
+            f"  {SERVED} answered {seen.to_tier0:.1f} s after the first request; "
+            f"{seen.cold_starts} waking 503s before"
         )
     return problems

@@ -64,11 +64,12 @@ READY_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class Front:
-    """The public gateway as a client sees it."""
+    """A gateway as a client sees it: the public one over TLS with caller keys, or one
+    with plain http only and no keys."""
 
     hostname: str
     proxy: proxies.Proxy
-    certificate: str  # PEM, what the gateway presents
+    certificate: str | None  # PEM, what the https listener presents; None: plain http
     keys: dict[str, str]  # caller -> key
 
     def port(self, service_port: int) -> int:
@@ -77,17 +78,23 @@ class Front:
 
     @cached_property
     def forwarded(self) -> int:
-        """One port-forward to the https listener, shared by every client."""
-        return self.proxy.netns.publish(self.port(HTTPS))
+        """One port-forward to the listener, shared by every client."""
+        return self.proxy.netns.publish(self.port(HTTP if self.certificate is None else HTTPS))
 
-    def client(self, key: str) -> openai.OpenAI:
-        context = ssl.create_default_context(cadata=self.certificate)
-        # The gateway's own certificate is the trust anchor: its CA is not published.
-        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
-        transport = _Forwarded(self, verify=context)
+    def client(self, key: str = "") -> openai.OpenAI:
+        """OpenAI's client on the gateway; ``key`` a caller's, unless the gateway takes none."""
+        if self.certificate is None:
+            transport = _Forwarded(self)
+            scheme = "http"
+        else:
+            context = ssl.create_default_context(cadata=self.certificate)
+            # The gateway's own certificate is the trust anchor: its CA is not published.
+            context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+            transport = _Forwarded(self, verify=context)
+            scheme = "https"
         return openai.OpenAI(
-            api_key=key,
-            base_url=f"https://{self.hostname}/v1",
+            api_key=key or "none",  # the SDK insists on one; a gateway without auth ignores it
+            base_url=f"{scheme}://{self.hostname}/v1",
             http_client=httpx2.Client(transport=transport, timeout=TIMEOUT_S),
             max_retries=0,
         )
@@ -129,6 +136,18 @@ def public_gateway(driver: ControlPlane, cluster: str | None = None) -> Front:
     return Front(spec["hostname"], proxy, _data(certificate or {})["tls.crt"], keys)
 
 
+def plain_gateway(driver: ControlPlane, gateway: str, service: XRKey) -> Front:
+    """A gateway without TLS or caller keys, where it serves ``service``, by the hostname
+    its status publishes."""
+    (route,) = (r for r in driver.routes() if r.gateway == gateway and r.service == service)
+    status = driver.xrs()[("InferenceGateway", "", gateway)].get("status") or {}
+    hostname = urlsplit(status["endpoints"]["openAI"]).hostname
+    if hostname is None:
+        raise LookupError(f"gateway {gateway} publishes no base URL: {status.get('endpoints')}")
+    proxy = proxies.on(route.cluster).of(f"{SYSTEM_NAMESPACE}/fleetgate-gw-{gateway}")
+    return Front(hostname, proxy, None, {})
+
+
 def _data(secret: Obj) -> dict[str, str]:
     return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
@@ -153,8 +172,8 @@ def prober(driver: ControlPlane) -> Callable[[str], int]:
     client told of a rotation would: a drill replaces it, and a client still trusting the
     old one is refused at the handshake once Envoy drains its connections."""
     cluster = public_gateway(driver).proxy.cluster
-    fronts: dict[tuple[str, int], Front] = {}
-    clients: dict[tuple[str, int, str], openai.OpenAI] = {}
+    fronts: dict[tuple[str | None, int], Front] = {}
+    clients: dict[tuple[str | None, int, str], openai.OpenAI] = {}
 
     def status(key: str) -> int:
         now = public_gateway(driver, cluster)
