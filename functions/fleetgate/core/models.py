@@ -152,6 +152,10 @@ class LabelSelector(Model):
     match_labels: Labels = Field(default_factory=dict)
     """Labels each selected object must carry (at most 16)."""
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether an object labelled ``labels`` is selected."""
+        return all(labels.get(k) == v for k, v in self.match_labels.items())
+
 
 class NonEmptySelector(LabelSelector):
     """Selects by at least one label: where selecting everything would be a mistake."""

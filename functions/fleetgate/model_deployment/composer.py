@@ -194,7 +194,9 @@ def _scaling(
     if md.spec.scaling is None:
         return {}
     namespace, _ = _identity(md)
-    services = rec.require(SERVICES, Selector(API_VERSION, "ModelService", namespace=namespace))
+    services = rec.require_by_name(
+        SERVICES, Selector(API_VERSION, "ModelService", namespace=namespace), scaler.RoutingService
+    )
     if services is None:
         return None
     spread = scaler.bounds(md.spec.scaling, md.spec.replicas, placements)

@@ -33,10 +33,15 @@ APIPatchingApplicator).
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
+from pydantic import Field
+
 from fleetgate.core import metrics
 from fleetgate.core.constants import LABEL_ASLEEP, LABEL_SCALES_TO_ZERO
+from fleetgate.core.errors import InputError
 from fleetgate.core.kinds.deployment import Scaling
+from fleetgate.core.models import Composite, LabelSelector, Model
 from fleetgate.core.observed import ABSENT, Observed
+from fleetgate.core.reconcile import ByName
 from fleetgate.model_deployment.providers.base import Manifest, RemotePart, Workload
 
 API_VERSION: Final = "keda.sh/v1alpha1"
@@ -166,20 +171,34 @@ def scaled_object(
     }
 
 
-def routing_to(services: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> tuple[str, ...]:
+class ServiceEntry(Model):
+    selector: LabelSelector = Field(default_factory=LabelSelector)
+
+
+class RoutingSpec(Model):
+    endpoints: list[ServiceEntry] = Field(default_factory=list)
+
+
+class RoutingService(Composite):
+    """A ModelService as a scaler reads it: only which endpoints its entries select."""
+
+    spec: RoutingSpec = Field(default_factory=RoutingSpec)
+
+
+def routing_to(services: ByName[RoutingService], labels: Mapping[str, str]) -> tuple[str, ...]:
     """The models (``<namespace>/<name>``) of the ModelServices one of whose entries selects
-    an endpoint labelled ``labels``. Read loosely: a service this cannot read is its own
-    function's to report, and counts as not routing here."""
+    an endpoint labelled ``labels``. A service whose entries cannot be read is its own
+    function's to report (it keeps its routes as they were), and counts as not routing
+    here."""
     found = []
-    for service in services:
-        meta = service.get("metadata") or {}
-        entries = (service.get("spec") or {}).get("endpoints") or []
-        for entry in entries if isinstance(entries, list) else []:
-            wanted = ((entry or {}).get("selector") or {}).get("matchLabels") or {}
-            if isinstance(wanted, dict) and all(labels.get(k) == v for k, v in wanted.items()):
-                found.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
-                break
-    return tuple(sorted(found))
+    for name in services:
+        try:
+            service = services[name]
+        except InputError:
+            continue
+        if any(e.selector.matches(labels) for e in service.spec.endpoints):
+            found.append(f"{service.metadata.namespace}/{name}")
+    return tuple(found)
 
 
 def target(parts: Sequence[RemotePart]) -> RemotePart:

@@ -91,9 +91,7 @@ class PendingGateway(NamedTuple):
 def selects(gateway: InferenceGateway, service_labels: Mapping[str, str]) -> bool:
     """Whether the gateway's serviceSelector matches; no selector serves every service."""
     selector = gateway.spec.service_selector
-    if selector is None:
-        return True
-    return all(service_labels.get(k) == v for k, v in selector.match_labels.items())
+    return selector is None or selector.matches(service_labels)
 
 
 class Gateways(NamedTuple):
