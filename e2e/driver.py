@@ -154,6 +154,11 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
+def labels(obj: Obj | None) -> dict[str, str]:
+    """An object's labels; none for an object that is not there."""
+    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+
+
 def routes_of(remote: list[Obj], gateways: dict[str, Obj]) -> list[Route]:
     """The AIGatewayRoutes among ``remote`` (each with ``_providerConfig``), resolved.
 

@@ -13,10 +13,17 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 
 from e2e import fleetdrills, functions, render
-from e2e.driver import Emulation, Route, published_client_cas, remote_ref, trust_problems
+from e2e.driver import (
+    Emulation,
+    Route,
+    labels,
+    published_client_cas,
+    remote_ref,
+    trust_problems,
+)
 from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
-from fleetgate.core.constants import CALLER_HEADER
+from fleetgate.core.constants import CALLER_HEADER, LABEL_ASLEEP
 from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
 from oracles import secretsearch
 from schemas import validate
@@ -44,8 +51,68 @@ def routes(fleet: Fleet) -> list[Route]:
 
 
 def routing_table(fleet: Fleet) -> str:
-    """What a caller sees: model → gateway URL → tiers → endpoints."""
-    return table(routes(fleet))
+    """What a caller sees: model → gateway URL → tiers → endpoints; then each deployment
+    that scales with demand."""
+    scaled = scaled_deployments(fleet)
+    return table(routes(fleet)) + ("\nscaled deployments:\n" + scaled if scaled else "")
+
+
+def scaled_deployments(fleet: Fleet) -> str:
+    """Each deployment with ``spec.scaling``: what runs now, and the tier it is of each
+    service that routes to it (a sleeping one is routed around; where no tier is left
+    the route is a cold start's, answered 503 with Retry-After while it wakes)."""
+    lines = []
+    for key, xr in sorted(fleet.xrs.items()):
+        if key[0] != "ModelDeployment" or not xr["spec"].get("scaling"):
+            continue
+        status = xr.get("status") or {}
+        replicas = status.get("replicas") or {}
+        state = (status.get("scaling") or {}).get("state", "unknown")
+        tiers = ", ".join(
+            f"tier {priority} of {service[1]}/{service[2]}"
+            + (
+                " (cold start: 503 with Retry-After while it wakes)"
+                if _cold_start(fleet, service)
+                else (" (routed around: the next tier answers)" if state == "Idle" else "")
+            )
+            for service, priority in _tiers(fleet, key)
+        )
+        lines.append(
+            f"  {key[1]}/{key[2]}  {state}:"
+            f" {replicas.get('desired', 0)} replicas asked, {replicas.get('ready', 0)} ready;"
+            f" {tiers or 'no service routes to it'}"
+        )
+    return "\n".join(lines)
+
+
+def _tiers(fleet: Fleet, deployment: XRKey) -> list[tuple[XRKey, int]]:
+    """(service, priority) of every ModelService entry selecting one of the deployment's
+    endpoints: the first such entry of each service."""
+    published = [
+        labels(fleet.xrs[child])
+        for child, owner in fleet.owner.items()
+        if owner == deployment and child[0] == "ModelEndpoint" and child in fleet.xrs
+    ]
+    found = []
+    for key, service in sorted(fleet.xrs.items()):
+        if key[0] != "ModelService" or key[1] != deployment[1]:
+            continue
+        entries = service["spec"].get("endpoints") or []
+        entry = next(
+            (e for e in entries if any(_selected(e.get("selector"), x) for x in published)), None
+        )
+        if entry is not None:
+            found.append((key, int(entry.get("priority", 0))))
+    return found
+
+
+def _cold_start(fleet: Fleet, service: XRKey) -> bool:
+    """Whether a route of ``service`` sends to endpoints that all sleep."""
+    return any(
+        fleet.xrs[child]["spec"].get("coldStart")
+        for child, owner in fleet.owner.items()
+        if owner == service and child[0] == "ModelRoute" and child in fleet.xrs
+    )
 
 
 def table(found: list[Route]) -> str:
@@ -285,6 +352,75 @@ def drill_credential_deleted(
         if not any(b.hostname == "api.openai.com" for b in route.backends):
             problems.append(f"chat on {route.gateway} does not route to the provider again")
     return problems
+
+
+# The example's GPU model, given room to sleep on clusters whose gateways' demand a
+# Prometheus keeps.
+SLEEPER: XRKey = ("ModelDeployment", "team-a", "qwen3-8b")
+SLEEPING = {"minReplicas": 0, "maxReplicas": 2, "idleAfter": "10m"}
+PROMETHEUS = "http://prometheus.monitoring.svc:9090"
+
+
+def scale_to_zero(fleet: Fleet, show: Callable[[str], object] = lambda _: None) -> list[str]:
+    """An idle deployment that may sleep: KEDA scales its engines to zero; its endpoints
+    stay published, marked asleep; a service with another tier routes around them (the
+    fallback serves at once), one without routes them for a cold start; the deployment is
+    Ready, ScaledToZero. ``show`` is given the routing table while it sleeps. Undone, it
+    runs as applied again."""
+    driver = Emulation(fleet)
+    clusters = [k for k in fleet.xrs if k[0] == "InferenceCluster"]
+    for key in clusters:
+        driver.patch_spec(key, {"stack": {"metrics": {"prometheusAddress": PROMETHEUS}}})
+    driver.patch_spec(SLEEPER, {"scaling": SLEEPING})
+    fleet.converge()
+    fleet.world.idle = {
+        f"{m['metadata']['namespace']}/{m['metadata']['name']}"
+        for m in fleet.remote(SLEEPER)
+        if m["kind"] == "ScaledObject"
+    }
+    problems = [] if fleet.world.idle else [f"{describe(SLEEPER)} composed no ScaledObject"]
+    problems += driver.settle(f"{describe(SLEEPER)} asleep", lambda: _asleep(fleet))
+    show(routing_table(fleet))
+    fleet.world.idle = set()
+    driver.patch_spec(SLEEPER, {"scaling": None})
+    for key in clusters:
+        driver.patch_spec(key, {"stack": {"metrics": None}})
+    return problems + driver.settle(f"{describe(SLEEPER)} as applied", lambda: _awake(fleet))
+
+
+def _asleep(fleet: Fleet) -> list[str]:
+    status = fleet.xrs[SLEEPER].get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    problems = []
+    if (status.get("scaling") or {}).get("state") != "Idle" or status.get("replicas", {}).get(
+        "desired"
+    ):
+        problems.append(f"{describe(SLEEPER)}: {status.get('scaling')}, {status.get('replicas')}")
+    if conditions.get("ScaledToZero") != "True" or conditions.get("Ready") != "True":
+        problems.append(f"{describe(SLEEPER)} is not Ready and ScaledToZero: {conditions}")
+    endpoints = [k for k, owner in fleet.owner.items() if owner == SLEEPER]
+    awake = [k[2] for k in endpoints if LABEL_ASLEEP not in labels(fleet.xrs.get(k))]
+    if not endpoints or awake:
+        problems.append(f"endpoints not published asleep: {awake or 'none published'}")
+    served = f"{SLEEPER[1]}/{SLEEPER[2]}"
+    for route in routes(fleet):
+        sends = any(b.model == served for b in route.backends)
+        alone = route.service[2] == "chat-internal"
+        if sends != alone or _cold_start(fleet, route.service) != alone:
+            problems.append(
+                f"{describe(route.service)} on {route.gateway}: sends to the sleeping "
+                f"{served}: {sends}, cold start: {_cold_start(fleet, route.service)}"
+            )
+    return problems
+
+
+def _awake(fleet: Fleet) -> list[str]:
+    status = fleet.xrs[SLEEPER].get("status") or {}
+    if "scaling" in status or any(
+        _cold_start(fleet, k) for k in fleet.xrs if k[0] == "ModelService"
+    ):
+        return [f"{describe(SLEEPER)} still scales: {status.get('scaling')}"]
+    return []
 
 
 def on_emulation(drill: fleetdrills.Drill) -> Callable[[Fleet], list[str]]:

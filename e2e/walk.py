@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from e2e import fleetcheck, functions
-from e2e.fleet import EXAMPLE, Fleet
+from e2e.fleet import EXAMPLE, Fleet, describe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
         for title, check in {**fleetcheck.FACTS, **fleetcheck.SCHEMAS}.items():
             failed += report(title, check(fleet))
         if not args.no_drills:
+            print(f"\nrouting table while {describe(fleetcheck.SLEEPER)} sleeps:")
+            title = "an idle model sleeps: its endpoints routed around, cold start where alone"
+            failed += report(title, fleetcheck.scale_to_zero(fleet, show=print))
             print("\nfailure drills:")
             for title, drill in fleetcheck.DRILLS.items():
                 failed += report(title, drill(fleet))

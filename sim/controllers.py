@@ -62,10 +62,13 @@ class World:
     ``load_balancers`` maps a cluster's provider config name to the kind of
     address its load balancers hand out: ``{"hostname": "lb.example.net"}``
     or ``{"ip": "203.0.113.10"}`` (each Gateway gets its own, derived from it).
+    ``idle`` names the KEDA ScaledObjects (``namespace/name``, on whichever cluster)
+    whose triggers have read no demand for longer than their cooldown (``keda``).
     """
 
     load_balancers: dict[str, dict[str, str]]
     cas: dict[tuple[str, str], KeyPair] = field(default_factory=dict)
+    idle: set[str] = field(default_factory=set)
 
     def ca_for(self, provider_config: str, bundle: str) -> KeyPair:
         """The CA cert-manager issued behind a Bundle on a cluster (made once per run)."""
@@ -109,6 +112,7 @@ class World:
         trust = bundles if bundles is not None else bundles_of(desired.values())
         held = list(control_plane)
         was = previous or {}
+        scales, scalers = keda(desired, self.idle)
         return {
             key: self.observe_one(
                 key,
@@ -118,7 +122,8 @@ class World:
                 control_plane=held,
                 name=((was.get(key) or {}).get("metadata") or {}).get("name"),
                 ready_replicas=(ready_replicas or {}).get(key),
-                answer=(answers or {}).get(key),
+                answer=merge_patch(scalers.get(key) or {}, (answers or {}).get(key) or {}),
+                scale=scales.get(key),
                 creating=key in creating,
                 composite=composite,
             )
@@ -139,6 +144,7 @@ class World:
         answer: Obj | None = None,
         creating: bool = False,
         composite: Callable[[str, Obj], Obj] | None = None,
+        scale: int | None = None,
     ) -> Obj:
         """One composed resource as Crossplane observes it once its controllers acted.
 
@@ -151,7 +157,8 @@ class World:
         sanitised, with the Ready its readiness policy derives from it, as
         provider-kubernetes does. A composed XR is what ``composite`` makes of
         it (its own function's answer), by default Ready. Nothing is Ready
-        while ``creating``.
+        while ``creating``. A ``scale`` is the replicas a scaler set on the
+        remote object, over what was applied.
         """
         spec = desired.get("spec") or {}
         if desired.get("kind") == "Object" and "forProvider" in spec:
@@ -159,6 +166,8 @@ class World:
             manifest = patched(
                 spec["forProvider"]["manifest"], spec.get("references") or [], control_plane
             )
+            if scale is not None:
+                manifest = merge_patch(manifest, {"spec": {"replicas": scale}})
             remote = merge_patch(self.remote(manifest, pc, bundles, ready_replicas), answer or {})
             ready = not creating and object_ready(desired, remote)
             observed = applied(desired, remote=sanitized(remote), ready=ready, **SIMULATED)
@@ -197,6 +206,62 @@ class World:
         if status:
             remote["status"] = status
         return remote
+
+
+def keda(desired: Mapping[str, Obj], idle: Container[str]) -> tuple[dict[str, int], dict[str, Obj]]:
+    """What KEDA v2.20.0's operator does with the ScaledObjects among ``desired``
+    (composed Objects by resource name): the replicas it sets on their targets and the
+    status it writes on them, both by resource name.
+
+    One in ``idle`` has read no demand past its cooldown: its target is scaled to
+    ``minReplicaCount`` and it is Active False, ScalerNotActive
+    (pkg/scaling/executor/scale_scaledobjects.go:86-106, 175-223). Any other is Active
+    and its target keeps what was applied (KEDA scales only from zero to the minimum,
+    :73-75; the HPA's sizing above that is not played). Both are Ready
+    (:44, apis/keda/v1alpha1/condition_types.go:40-43) and keep a ``lastActiveTime``.
+    """
+    manifests = {
+        key: (obj.get("spec") or {}).get("forProvider", {}).get("manifest") or {}
+        for key, obj in desired.items()
+        if obj.get("kind") == "Object"
+    }
+    cluster = {
+        key: (desired[key].get("spec") or {}).get("providerConfigRef", {}).get("name")
+        for key in manifests
+    }
+    by_name = {
+        (
+            cluster[key],
+            m.get("kind"),
+            (m.get("metadata") or {}).get("namespace"),
+            m["metadata"]["name"],
+        ): key
+        for key, m in manifests.items()
+        if (m.get("metadata") or {}).get("name")
+    }
+    scales: dict[str, int] = {}
+    statuses: dict[str, Obj] = {}
+    for key, m in manifests.items():
+        if m.get("kind") != "ScaledObject" or m.get("apiVersion") != "keda.sh/v1alpha1":
+            continue
+        meta, spec = m.get("metadata") or {}, m.get("spec") or {}
+        ref = spec.get("scaleTargetRef") or {}
+        asleep = f"{meta.get('namespace')}/{meta.get('name')}" in idle
+        target = by_name.get(
+            (cluster[key], ref.get("kind"), meta.get("namespace"), ref.get("name"))
+        )
+        if asleep and target is not None:
+            scales[target] = int(spec.get("minReplicaCount", 0))
+        active = ("False", "ScalerNotActive") if asleep else ("True", "ScalerActive")
+        ready = {"type": "Ready", "status": "True", "reason": "ScaledObjectReady"}
+        statuses[key] = {
+            "status": {
+                "scaleTargetKind": f"{ref.get('apiVersion')}.{ref.get('kind')}",
+                "lastActiveTime": SIMULATED_AT,
+                "conditions": [ready, {"type": "Active", "status": active[0], "reason": active[1]}],
+            }
+        }
+    return scales, statuses
 
 
 def patched(manifest: Obj, references: Iterable[Obj], control_plane: Iterable[Obj]) -> Obj:

@@ -24,6 +24,7 @@ from typing import Any
 
 import openai
 
+from e2e.driver import labels
 from e2e.realplane import traffic
 from e2e.realplane.realdriver import ControlPlane
 from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
@@ -104,7 +105,7 @@ def _asleep(driver: ControlPlane) -> list[str]:
         for key, xr in driver.xrs().items()
         if key[0] == "ModelEndpoint" and xr["metadata"]["name"].startswith("qwen3-8b-")
     ]
-    awake = [e["metadata"]["name"] for e in endpoints if LABEL_ASLEEP not in _labels(e)]
+    awake = [e["metadata"]["name"] for e in endpoints if LABEL_ASLEEP not in labels(e)]
     if not endpoints or awake:
         problems.append(f"endpoints not marked asleep: {awake or 'none published'}")
     problems += [f"{MODEL} on {GATEWAY} still routes to {SERVED}"] if _routed(driver) else []
@@ -118,11 +119,6 @@ def _awake(driver: ControlPlane) -> list[str]:
     if status.get("replicas") != {"desired": 2, "ready": 2} or "scaling" in status:
         problems.append(f"{SERVED}: replicas {status.get('replicas')}, {status.get('scaling')}")
     return problems
-
-
-def _labels(xr: dict[str, object]) -> dict[str, str]:
-    meta = xr.get("metadata")
-    return dict((meta.get("labels") if isinstance(meta, dict) else None) or {})
 
 
 def _routed(driver: ControlPlane) -> bool:
@@ -184,7 +180,7 @@ def drill(
             problems += driver.settle(f"{SERVED} asleep again", lambda: _asleep(driver))
         if not problems:
             internal = traffic.plain_gateway(driver, INTERNAL, ALONE)
-            problems += _judged_alone(_wake(internal.client(), _model(ALONE)), figures)
+            problems += _judged(_wake(internal.client(), _model(ALONE)), figures, fallback=False)
     finally:
         driver.patch_spec(DEPLOYMENT, {"scaling": None})
         for cluster in placed:
@@ -205,23 +201,28 @@ def _model(service: tuple[str, str, str]) -> str:
     return f"{service[1]}/{service[2]}"
 
 
-def _printed(seen: Waking) -> None:
+def _judged(seen: Waking, figures: dict[str, float], *, fallback: bool = True) -> list[str]:
+    """The figures of a wake-up, and what in it a caller would have noticed: behind a
+    fallback, tier 1 answers from the first request; with none, Envoy's waking 503 does
+    until the engine answers. Nothing else may fail."""
     for at, status, said in seen.answers:
         print(f"  {at:5.1f} s: {status} {said}")
-
-
-def _judged(seen: Waking, figures: dict[str, float]) -> list[str]:
-    """The figures of a wake-up behind a fallback, and what in it a caller would have
-    noticed."""
-    _printed(seen)
+    what, meanwhile, first_wanted = (
+        ("scale to zero", "answered by the fallback", "answered by tier 1")
+        if fallback
+        else ("cold start, no fallback", "503 with Retry-After", f"answered 503 ({COLD_START})")
+    )
+    waited = seen.fallback if fallback else seen.cold_starts
     if seen.to_tier0 is not None:
-        figures["scale to zero: first request to tier 0 answering (s)"] = round(seen.to_tier0, 1)
-    figures["scale to zero: answered by the fallback meanwhile"] = seen.fallback
-    figures["scale to zero: errors"] = seen.errors
+        figures[f"{what}: first request to tier 0 answering (s)"] = round(seen.to_tier0, 1)
+    figures[f"{what}: {meanwhile} meanwhile"] = waited
+    figures[f"{what}: errors"] = seen.errors
     problems = []
     first = seen.answers[0] if seen.answers else None
-    if first is None or first[1] != 200 or first[2] == SERVED:
-        problems.append(f"the first request was not answered by tier 1: {first}")
+    if first is None or (
+        first[1] != 200 or first[2] == SERVED if fallback else first[1:] != (503, COLD_START)
+    ):
+        problems.append(f"the first request was not {first_wanted}: {first}")
     if seen.errors:
         problems.append(f"{seen.errors} request(s) failed while {SERVED} woke")
     if seen.to_tier0 is None:
@@ -229,29 +230,6 @@ def _judged(seen: Waking, figures: dict[str, float]) -> list[str]:
     else:
         print(
             f"  tier 0 answered {seen.to_tier0:.1f} s after the first request; "
-            f"{seen.fallback} answered by the fallback meanwhile, {seen.errors} errors"
-        )
-    return problems
-
-
-def _judged_alone(seen: Waking, figures: dict[str, float]) -> list[str]:
-    """The figures of a wake-up with no other tier: Envoy's waking 503 until the engine
-    answers, and nothing else."""
-    _printed(seen)
-    if seen.to_tier0 is not None:
-        figures["cold start, no fallback: first request to an answer (s)"] = round(seen.to_tier0, 1)
-    figures["cold start, no fallback: 503 with Retry-After meanwhile"] = seen.cold_starts
-    first = seen.answers[0] if seen.answers else None
-    problems = []
-    if first is None or first[1:] != (503, COLD_START):
-        problems.append(f"the first request was not answered 503 ({COLD_START}): {first}")
-    if seen.errors:
-        problems.append(f"{seen.errors} answer(s) neither {SERVED} nor a waking 503")
-    if seen.to_tier0 is None:
-        problems.append(f"{SERVED} did not answer within {WAKE_S:.0f} s: the 503s did not wake it")
-    else:
-        print(
-            f"  {SERVED} answered {seen.to_tier0:.1f} s after the first request; "
-            f"{seen.cold_starts} waking 503s before"
+            f"{waited} {meanwhile} meanwhile, {seen.errors} errors"
         )
     return problems

@@ -93,6 +93,19 @@ def test_deployments_per_cluster_counts_each_deployment_once_per_cluster(fleet: 
     assert fleetdrills.deployments_per_cluster(Emulation(fleet)) == {"eu-west": 1, "us.east": 1}
 
 
+def test_an_idle_model_sleeps_and_the_table_says_where(fleet: Fleet) -> None:
+    """Before the drills: it leaves the fleet as applied."""
+    shown: list[str] = []
+    assert fleetcheck.scale_to_zero(fleet, show=shown.append) == []
+    (table,) = shown
+    assert (
+        "team-a/qwen3-8b  Idle: 0 replicas asked, 0 ready; tier 0 of team-a/chat (routed "
+        "around: the next tier answers), tier 0 of team-a/chat-internal (cold start: 503 with "
+        "Retry-After while it wakes)"
+    ) in table
+    assert "scaled deployments" not in fleetcheck.routing_table(fleet)
+
+
 @pytest.mark.parametrize("drill", fleetcheck.DRILLS.values(), ids=fleetcheck.DRILLS.keys())
 def test_drill(fleet: Fleet, drill: Check) -> None:
     assert drill(fleet) == []

@@ -235,6 +235,17 @@ def test_without_a_routing_service_there_is_no_demand() -> None:
     assert [t["metadata"]["query"] for t in triggers] == ["vector(0)", "vector(0)"]
 
 
+def test_a_service_that_cannot_be_read_counts_as_not_routing_here() -> None:
+    """Its own function reports it; this deployment composes, its demand from the others."""
+    broken = service("broken") | {"spec": {"endpoints": [{"selector": {"matchLabels": "x"}}]}}
+    out = step(scaled(), [EU], services=[broken, *SERVICES])
+    assert out.fatal == []
+    triggers = remote(out, "ScaledObject")[f"{label('eu-west')}-scaler"]["spec"]["triggers"]
+    query = triggers[0]["metadata"]["query"]
+    assert "chat-eu" in query, query
+    assert "broken" not in query, query
+
+
 def test_min_above_max_is_a_fatal_result_naming_the_field() -> None:
     out = step(scaled(minReplicas=4, maxReplicas=2), [EU])
     assert any("minReplicas must not exceed spec.scaling.maxReplicas" in f for f in out.fatal)
@@ -257,3 +268,28 @@ def test_shares_spread_before_they_pack(
 
 def test_idle_after_in_seconds() -> None:
     assert Scaling(maxReplicas=1, idleAfter="1h30m5s").idle_seconds == 5405
+
+
+def test_the_walk_s_keda_scales_an_idle_target_on_its_own_cluster_only() -> None:
+    """What the offline walk plays of KEDA (``sim.controllers.keda``): an idle ScaledObject's
+    target at its minimum, Active False; a target with no ScaledObject beside it on its
+    cluster keeps what was applied, though another cluster's engine has its name."""
+    xr = scaled(minReplicas=0)
+    first = step(xr, [EU, US])
+    (scaler_eu,) = (
+        o["spec"]["forProvider"]["manifest"]
+        for k, o in first.desired.items()
+        if k == f"{label('eu-west')}-scaler"
+    )
+    meta = scaler_eu["metadata"]
+    world = controllers.World(load_balancers={}, idle={f"{meta['namespace']}/{meta['name']}"})
+    without_us = {k: v for k, v in first.desired.items() if k != f"{label('us-east')}-scaler"}
+    seen = world.observe(without_us, owner="qwen")
+
+    def remote_of(key: str) -> dict[str, Any]:
+        return dict(seen[key]["status"]["atProvider"]["manifest"])
+
+    assert remote_of(f"{label('eu-west')}-engine")["spec"]["replicas"] == 0
+    assert remote_of(f"{label('us-east')}-engine")["spec"]["replicas"] > 0
+    conditions = remote_of(f"{label('eu-west')}-scaler")["status"]["conditions"]
+    assert {c["type"]: c["status"] for c in conditions} == {"Ready": "True", "Active": "False"}
