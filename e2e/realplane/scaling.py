@@ -30,6 +30,7 @@ from e2e.realplane.realdriver import ControlPlane
 from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
 from fleetgate.core.constants import LABEL_ASLEEP
 from fleetgate.core.governance import WAKING_RETRY_AFTER
+from fleetgate.model_service.naming import LABEL_SERVICE
 from plane import keda, processes, proxies
 from plane.prometheus import Prometheus, metrics_port
 
@@ -95,20 +96,29 @@ def _workload(xrs: dict[tuple[str, str, str], dict[str, Any]], cluster: str) -> 
 
 def _asleep(driver: ControlPlane) -> list[str]:
     """What is not yet as a sleeping deployment leaves it: status Idle, endpoints marked,
-    the public route without them."""
+    the public route without them, the routes of the service with no other tier a cold
+    start's."""
     problems = []
-    status = driver.xrs()[DEPLOYMENT].get("status") or {}
+    xrs = driver.xrs()
+    status = xrs[DEPLOYMENT].get("status") or {}
     if (status.get("scaling") or {}).get("state") != "Idle":
         problems.append(f"{SERVED}: status.scaling is {status.get('scaling')}, not Idle")
     endpoints = [
         xr
-        for key, xr in driver.xrs().items()
+        for key, xr in xrs.items()
         if key[0] == "ModelEndpoint" and xr["metadata"]["name"].startswith("qwen3-8b-")
     ]
     awake = [e["metadata"]["name"] for e in endpoints if LABEL_ASLEEP not in labels(e)]
     if not endpoints or awake:
         problems.append(f"endpoints not marked asleep: {awake or 'none published'}")
     problems += [f"{MODEL} on {GATEWAY} still routes to {SERVED}"] if _routed(driver) else []
+    alone = [
+        xr
+        for key, xr in xrs.items()
+        if key[:2] == ("ModelRoute", ALONE[1]) and labels(xr).get(LABEL_SERVICE) == ALONE[2]
+    ]
+    if not alone or not all(r["spec"].get("coldStart") for r in alone):
+        problems.append(f"the routes of {_model(ALONE)} are not a cold start's")
     return problems
 
 
