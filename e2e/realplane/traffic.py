@@ -16,12 +16,14 @@ import itertools
 import json
 import math
 import ssl
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property, partial
+from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -35,6 +37,7 @@ from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.gateway import Limits
 from plane import internet, network, proxies
 from plane.kube import Obj
+from sim import pki
 
 GATEWAY = "public"  # the example fleet's TLS gateway with caller keys
 MODEL = "team-a/chat"
@@ -466,22 +469,38 @@ def bodies(front: Front, driver: ControlPlane) -> list[str]:
 
 
 def mutual_tls(driver: ControlPlane) -> list[str]:
-    """A client without the fleet gateways' certificate is refused at a cluster gateway."""
+    """A client without a certificate a fleet gateway's CA issued is refused at a cluster
+    gateway: one with no certificate, and one whose certificate another CA issued for a
+    fleet gateway's name (the fleet gateways' own pass: every request above went through)."""
+    stranger = pki.leaf(pki.ca("not a fleet gateway's CA"), f"fleetgate-gw-{GATEWAY}", server=False)
     problems = []
-    for cluster in driver.workloads:
-        proxy = proxies.on(cluster).of("fleetgate-system/fleetgate-cluster-gateway")
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        raw = proxy.netns.connect(HTTPS + 10000)
-        try:
-            with context.wrap_socket(raw) as tls:
-                tls.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                if tls.recv(1024):
-                    problems.append(f"{cluster}'s cluster gateway answered a client without cert")
-        except (TimeoutError, ssl.SSLError, ConnectionError):
-            pass  # refused in the handshake or right after it (TLS 1.3)
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = Path(folder) / "tls.crt", Path(folder) / "tls.key"
+        cert.write_bytes(stranger.cert_pem)
+        key.write_bytes(stranger.key_pem)
+        for cluster in driver.workloads:
+            for client, certificate in (("no certificate", None), ("another CA's", (cert, key))):
+                if _answered(cluster, certificate):
+                    problems.append(f"{cluster}'s cluster gateway answered a client with {client}")
     return problems
+
+
+def _answered(cluster: str, certificate: tuple[Path, Path] | None) -> bool:
+    """Whether the cluster gateway answers a request over TLS from a client presenting
+    ``certificate`` (files: certificate, key), or none."""
+    proxy = proxies.on(cluster).of("fleetgate-system/fleetgate-cluster-gateway")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if certificate is not None:
+        context.load_cert_chain(*certificate)
+    raw = proxy.netns.connect(HTTPS + 10000)
+    try:
+        with context.wrap_socket(raw) as tls:
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return bool(tls.recv(1024))
+    except (TimeoutError, ssl.SSLError, ConnectionError):
+        return False  # refused in the handshake or right after it (TLS 1.3)
 
 
 def drills(driver: ControlPlane) -> list[bool]:
@@ -513,7 +532,10 @@ def drills(driver: ControlPlane) -> list[bool]:
             "tier 0 failing, tier 1 (a third party) answers, sent its key, not the caller's",
             lambda: failover(public, driver),
         ),
-        ("cluster gateways refuse a client without certificate", lambda: mutual_tls(driver)),
+        (
+            "cluster gateways refuse a client without a fleet gateway CA's certificate",
+            lambda: mutual_tls(driver),
+        ),
     ]
     for title, drill in runs:
         print(f"drill: {title}")
