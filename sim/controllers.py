@@ -112,7 +112,7 @@ class World:
         trust = bundles if bundles is not None else bundles_of(desired.values())
         held = list(control_plane)
         was = previous or {}
-        scales, scalers = keda(desired, self.idle)
+        scaled = keda(desired, self.idle)
         return {
             key: self.observe_one(
                 key,
@@ -122,8 +122,8 @@ class World:
                 control_plane=held,
                 name=((was.get(key) or {}).get("metadata") or {}).get("name"),
                 ready_replicas=(ready_replicas or {}).get(key),
-                answer=merge_patch(scalers.get(key) or {}, (answers or {}).get(key) or {}),
-                scale=scales.get(key),
+                answer=(answers or {}).get(key),
+                acted=scaled.get(key),
                 creating=key in creating,
                 composite=composite,
             )
@@ -144,7 +144,7 @@ class World:
         answer: Obj | None = None,
         creating: bool = False,
         composite: Callable[[str, Obj], Obj] | None = None,
-        scale: int | None = None,
+        acted: Obj | None = None,
     ) -> Obj:
         """One composed resource as Crossplane observes it once its controllers acted.
 
@@ -157,8 +157,8 @@ class World:
         sanitised, with the Ready its readiness policy derives from it, as
         provider-kubernetes does. A composed XR is what ``composite`` makes of
         it (its own function's answer), by default Ready. Nothing is Ready
-        while ``creating``. A ``scale`` is the replicas a scaler set on the
-        remote object, over what was applied.
+        while ``creating``. ``acted`` is what a scaler wrote over the applied
+        remote object (a merge patch) before the other controllers report on it.
         """
         spec = desired.get("spec") or {}
         if desired.get("kind") == "Object" and "forProvider" in spec:
@@ -166,8 +166,8 @@ class World:
             manifest = patched(
                 spec["forProvider"]["manifest"], spec.get("references") or [], control_plane
             )
-            if scale is not None:
-                manifest = merge_patch(manifest, {"spec": {"replicas": scale}})
+            if acted is not None:
+                manifest = merge_patch(manifest, acted)
             remote = merge_patch(self.remote(manifest, pc, bundles, ready_replicas), answer or {})
             ready = not creating and object_ready(desired, remote)
             observed = applied(desired, remote=sanitized(remote), ready=ready, **SIMULATED)
@@ -208,10 +208,10 @@ class World:
         return remote
 
 
-def keda(desired: Mapping[str, Obj], idle: Container[str]) -> tuple[dict[str, int], dict[str, Obj]]:
-    """What KEDA v2.20.0's operator does with the ScaledObjects among ``desired``
-    (composed Objects by resource name): the replicas it sets on their targets and the
-    status it writes on them, both by resource name.
+def keda(desired: Mapping[str, Obj], idle: Container[str]) -> dict[str, Obj]:
+    """What KEDA v2.20.0's operator writes on the remote objects of ``desired`` (composed
+    Objects by resource name), as merge patches by resource name: the replicas it sets
+    on a ScaledObject's target, and the ScaledObject's status.
 
     One in ``idle`` has read no demand past its cooldown: its target is scaled to
     ``minReplicaCount`` and it is Active False, ScalerNotActive
@@ -219,49 +219,43 @@ def keda(desired: Mapping[str, Obj], idle: Container[str]) -> tuple[dict[str, in
     and its target keeps what was applied (KEDA scales only from zero to the minimum,
     :73-75; the HPA's sizing above that is not played). Both are Ready
     (:44, apis/keda/v1alpha1/condition_types.go:40-43) and keep a ``lastActiveTime``.
+    A target is looked for on the ScaledObject's own cluster.
     """
     manifests = {
         key: (obj.get("spec") or {}).get("forProvider", {}).get("manifest") or {}
         for key, obj in desired.items()
         if obj.get("kind") == "Object"
     }
-    cluster = {
-        key: (desired[key].get("spec") or {}).get("providerConfigRef", {}).get("name")
-        for key in manifests
-    }
+
+    def where(key: str, kind: object, namespace: object, name: object) -> tuple[object, ...]:
+        config = (desired[key].get("spec") or {}).get("providerConfigRef", {}).get("name")
+        return config, kind, namespace, name
+
     by_name = {
-        (
-            cluster[key],
-            m.get("kind"),
-            (m.get("metadata") or {}).get("namespace"),
-            m["metadata"]["name"],
-        ): key
+        where(key, m.get("kind"), m["metadata"].get("namespace"), m["metadata"].get("name")): key
         for key, m in manifests.items()
-        if (m.get("metadata") or {}).get("name")
+        if isinstance(m.get("metadata"), dict)
     }
-    scales: dict[str, int] = {}
-    statuses: dict[str, Obj] = {}
+    acts: dict[str, Obj] = {}
     for key, m in manifests.items():
-        if m.get("kind") != "ScaledObject" or m.get("apiVersion") != "keda.sh/v1alpha1":
+        if (m.get("apiVersion"), m.get("kind")) != ("keda.sh/v1alpha1", "ScaledObject"):
             continue
         meta, spec = m.get("metadata") or {}, m.get("spec") or {}
         ref = spec.get("scaleTargetRef") or {}
         asleep = f"{meta.get('namespace')}/{meta.get('name')}" in idle
-        target = by_name.get(
-            (cluster[key], ref.get("kind"), meta.get("namespace"), ref.get("name"))
-        )
+        target = by_name.get(where(key, ref.get("kind"), meta.get("namespace"), ref.get("name")))
         if asleep and target is not None:
-            scales[target] = int(spec.get("minReplicaCount", 0))
+            acts[target] = {"spec": {"replicas": int(spec.get("minReplicaCount", 0))}}
         active = ("False", "ScalerNotActive") if asleep else ("True", "ScalerActive")
         ready = {"type": "Ready", "status": "True", "reason": "ScaledObjectReady"}
-        statuses[key] = {
+        acts[key] = {
             "status": {
                 "scaleTargetKind": f"{ref.get('apiVersion')}.{ref.get('kind')}",
                 "lastActiveTime": SIMULATED_AT,
                 "conditions": [ready, {"type": "Active", "status": active[0], "reason": active[1]}],
             }
         }
-    return scales, statuses
+    return acts
 
 
 def patched(manifest: Obj, references: Iterable[Obj], control_plane: Iterable[Obj]) -> Obj:

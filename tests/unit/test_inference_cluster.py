@@ -474,16 +474,11 @@ def test_listener_waits_until_client_validation_exists_on_the_cluster() -> None:
     world = cluster_side()
     untrusted = final(cluster_xr(), gateways(), remote=world)
     seen = observe(untrusted.desired, remote=world)
-    steps = []
-    for _ in range(3):
-        out = run(compose, request(cluster_xr(), required=gateways("a"), observed=seen))
-        steps.append(sorted(set(out.desired) & (TRUST_KEYS | {"gateway"})))
-        seen = observe(out.desired, remote=world)
-    assert steps == [
-        ["client-cas"],
-        ["client-cas", "client-validation"],
-        ["client-cas", "client-validation", "gateway"],
-    ]
+    passes = settle(cluster_xr(), gateways("a"), remote=world, observed=seen)
+    steps = [sorted(set(out.desired) & (TRUST_KEYS | {"gateway"})) for out in passes]
+    served = ["client-cas", "client-validation", "gateway"]
+    assert steps[:3] == [["client-cas"], ["client-cas", "client-validation"], served]
+    assert all(step == served for step in steps[3:]), steps
 
 
 # --- PKI -------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from fleetgate.inference_cluster import gaie_crds, stack
 from fleetgate.inference_cluster.composer import compose
 from schemas import crds
 from sim import catalog
-from tests.support import request, run
+from tests import support
+from tests.support import Outcome, request, run
 from tests.support.inference_cluster import (
     cluster_side,
     cluster_xr,
@@ -329,22 +330,26 @@ def test_envoy_gateway_is_given_inference_pools_only_once_ai_gateway_is_ready(
     assert values["deployment"]["pod"]["annotations"] == {"fleetgate.dev/addons": "inference-pool"}
 
 
-def _as_helm_judges(desired: dict[str, Any], seen: dict[str, Any], rbac: bool) -> dict[str, Any]:
-    """Observed state where Envoy Gateway is Ready only if it may list what it watches."""
-    blocked = EG in desired and _backends(desired[EG]) is not None and not rbac
-    return observe(desired, remote=cluster_side(), ready=lambda n: not (blocked and n == EG))
-
-
 def test_the_stack_installs_when_envoy_gateway_needs_ai_gateways_rbac() -> None:
-    seen: dict[str, Any] = {}
-    rbac = False  # the inference-pool ClusterRole(Binding) of the ai-gateway chart
-    for _ in range(20):
-        out = run(compose, request(INSTALL, required=gateways("public"), observed=seen))
-        assert out.fatal == []
-        previous, seen = seen, _as_helm_judges(out.desired, seen, rbac)
+    """Envoy Gateway is Ready only once it may list what it watches: the inference-pool
+    ClusterRole(Binding) of the ai-gateway chart, applied a pass after that chart."""
+    rbac = False
+
+    def as_helm_judges(out: Outcome) -> dict[str, Any]:
+        nonlocal rbac
+        blocked = EG in out.desired and _backends(out.desired[EG]) is not None and not rbac
         rbac = rbac or AIGW in out.desired
-        if out.conditions["StackReady"][0] == "True" and previous == seen:
-            break
+        seen = observe(
+            out.desired, remote=cluster_side(), ready=lambda n: not (blocked and n == EG)
+        )
+        return seen
+
+    def answer(seen: dict[str, Any] | None) -> Outcome:
+        return run(compose, request(INSTALL, required=gateways("public"), observed=seen or {}))
+
+    passes = support.settle(answer, as_helm_judges, what="the stack")
+    assert [out.fatal for out in passes if out.fatal] == []
+    out = passes[-1]
     assert out.conditions["StackReady"][:2] == ("True", "StackInstalled"), out.conditions
     assert _backends(out.desired[EG]) == [
         {"group": "inference.networking.k8s.io", "kind": "InferencePool", "version": "v1"}
