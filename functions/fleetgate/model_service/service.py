@@ -275,8 +275,10 @@ def _report_cold_start(rec: Reconcile, screening: Screening) -> None:
         return
     message = (
         "every endpoint of this service can be scaled to zero: while all sleep, callers are "
-        "answered 503 with Retry-After until one wakes; a later tier that never sleeps (a "
-        "provider, or a deployment with spec.scaling.minReplicas above 0) hides cold starts"
+        "answered 503 with Retry-After, and those requests do not wake them (the gateways "
+        "count no demand for a request no engine answered): only another service's traffic "
+        "does. Add a later tier that never sleeps (a provider, or a deployment with "
+        "spec.scaling.minReplicas above 0)"
     )
     rec.condition(COLD_START, "True", "EveryTierSleeps", message)
     rec.warning(message, COLD_START)
