@@ -81,6 +81,19 @@ class Route:
     def hostnames(self) -> set[str]:
         return {b.hostname for b in self.backends} | set(self.programmed or ())
 
+    def tried_after(self, model: str) -> bool:
+        """Whether every backend serving ``model`` waits on a later priority than every
+        other backend (a sleeping deployment's endpoints, parked): False when none serves
+        it or nothing else is routed."""
+        its = [b.priority for b in self.backends if b.model == model]
+        others = [b.priority for b in self.backends if b.model != model]
+        return bool(its and others) and min(its) > max(others)
+
+    def tried_first(self, model: str) -> bool:
+        """Whether a backend serving ``model`` is on the first priority Envoy tries."""
+        first = min((b.priority for b in self.backends), default=None)
+        return any(b.model == model and b.priority == first for b in self.backends)
+
 
 class Driver(Protocol):
     """What a drill may do to a fleet and read from it."""

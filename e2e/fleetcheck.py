@@ -59,7 +59,7 @@ def routing_table(fleet: Fleet) -> str:
 
 def scaled_deployments(fleet: Fleet) -> str:
     """Each deployment with ``spec.scaling``: what runs now, and the tier it is of each
-    service that routes to it (a sleeping one is routed around; where no tier is left
+    service that routes to it (a sleeping one is parked last; where no tier is left
     the route is a cold start's, answered 503 with Retry-After while it wakes)."""
     lines = []
     for key, xr in sorted(fleet.xrs.items()):
@@ -73,7 +73,7 @@ def scaled_deployments(fleet: Fleet) -> str:
             + (
                 " (cold start: 503 with Retry-After while it wakes)"
                 if _cold_start(fleet, service)
-                else (" (routed around: the next tier answers)" if state == "Idle" else "")
+                else (" (parked last: the next tier answers)" if state == "Idle" else "")
             )
             for service, priority in _tiers(fleet, key)
         )
@@ -363,10 +363,10 @@ PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 
 def scale_to_zero(fleet: Fleet, show: Callable[[str], object] = lambda _: None) -> list[str]:
     """An idle deployment that may sleep: KEDA scales its engines to zero; its endpoints
-    stay published, marked asleep; a service with another tier routes around them (the
-    fallback serves at once), one without routes them for a cold start; the deployment is
-    Ready, ScaledToZero. ``show`` is given the routing table while it sleeps. Undone, it
-    runs as applied again."""
+    stay published, marked asleep; a service with another tier parks them on its last
+    priority (the fallback serves at once), one without routes them for a cold start; the
+    deployment is Ready, ScaledToZero. ``show`` is given the routing table while it
+    sleeps. Undone, it runs as applied again."""
     driver = Emulation(fleet)
     clusters = [k for k in fleet.xrs if k[0] == "InferenceCluster"]
     for key in clusters:
@@ -404,12 +404,14 @@ def _asleep(fleet: Fleet) -> list[str]:
         problems.append(f"endpoints not published asleep: {awake or 'none published'}")
     served = f"{SLEEPER[1]}/{SLEEPER[2]}"
     for route in routes(fleet):
-        sends = any(b.model == served for b in route.backends)
         alone = route.service[2] == "chat-internal"
-        if sends != alone or _cold_start(fleet, route.service) != alone:
+        parked = route.tried_first(served) if alone else route.tried_after(served)
+        if not parked or _cold_start(fleet, route.service) != alone:
+            levels = [(b.model, b.priority) for b in route.backends]
             problems.append(
-                f"{describe(route.service)} on {route.gateway}: sends to the sleeping "
-                f"{served}: {sends}, cold start: {_cold_start(fleet, route.service)}"
+                f"{describe(route.service)} on {route.gateway}: the sleeping {served} not "
+                f"{'alone' if alone else 'parked last'} ({levels}), cold start: "
+                f"{_cold_start(fleet, route.service)}"
             )
     return problems
 

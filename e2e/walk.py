@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
             failed += report(title, check(fleet))
         if not args.no_drills:
             print(f"\nrouting table while {describe(fleetcheck.SLEEPER)} sleeps:")
-            title = "an idle model sleeps: its endpoints routed around, cold start where alone"
+            title = "an idle model sleeps: its endpoints parked last, cold start where alone"
             failed += report(title, fleetcheck.scale_to_zero(fleet, show=print))
             print("\nfailure drills:")
             for title, drill in fleetcheck.DRILLS.items():

@@ -31,7 +31,7 @@ from typing import Any
 
 import openai
 
-from e2e.driver import labels
+from e2e.driver import Route, labels
 from e2e.realplane import traffic
 from e2e.realplane.realdriver import ControlPlane
 from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
@@ -98,7 +98,7 @@ def _workload(xrs: dict[tuple[str, str, str], dict[str, Any]], cluster: str) -> 
 
 def _asleep(driver: ControlPlane) -> list[str]:
     """What is not yet as a sleeping deployment leaves it: status Idle, endpoints marked,
-    the public route without them, the routes of the service with no other tier a cold
+    the public route trying them last, the routes of the service with no other tier a cold
     start's."""
     problems = []
     xrs = driver.xrs()
@@ -113,7 +113,9 @@ def _asleep(driver: ControlPlane) -> list[str]:
     awake = [e["metadata"]["name"] for e in endpoints if LABEL_ASLEEP not in labels(e)]
     if not endpoints or awake:
         problems.append(f"endpoints not marked asleep: {awake or 'none published'}")
-    problems += [f"{MODEL} on {GATEWAY} still routes to {SERVED}"] if _routed(driver) else []
+    routes = _public_routes(driver)
+    if not routes or not all(r.tried_after(SERVED) for r in routes):
+        problems.append(f"{MODEL} on {GATEWAY} does not try {SERVED} last")
     alone = [
         xr
         for key, xr in xrs.items()
@@ -125,19 +127,19 @@ def _asleep(driver: ControlPlane) -> list[str]:
 
 
 def _awake(driver: ControlPlane) -> list[str]:
-    """What is not yet as it was before the drill: both replicas ready, tier 0 routed."""
+    """What is not yet as it was before the drill: both replicas ready, tier 0 tried first."""
     status = driver.xrs()[DEPLOYMENT].get("status") or {}
-    problems = [] if _routed(driver) else [f"{MODEL} on {GATEWAY} does not route to {SERVED}"]
+    routes = _public_routes(driver)
+    first = bool(routes) and all(r.tried_first(SERVED) for r in routes)
+    problems = [] if first else [f"{MODEL} on {GATEWAY} does not try {SERVED} first"]
     if status.get("replicas") != {"desired": 2, "ready": 2} or "scaling" in status:
         problems.append(f"{SERVED}: replicas {status.get('replicas')}, {status.get('scaling')}")
     return problems
 
 
-def _routed(driver: ControlPlane) -> bool:
-    """Whether a route of the service on the public gateway sends to tier 0 (while one
-    replaces another, both are there)."""
-    routes = [r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE]
-    return any(b.model == SERVED for r in routes for b in r.backends)
+def _public_routes(driver: ControlPlane) -> list[Route]:
+    """The service's routes on the public gateway (while one replaces another, both)."""
+    return [r for r in driver.routes() if r.gateway == GATEWAY and r.service == SERVICE]
 
 
 def _wake(client: openai.OpenAI, model: str, within: float = WAKE_S) -> Waking:
@@ -183,7 +185,7 @@ def drill(
         driver.patch_spec(DEPLOYMENT, {"scaling": SCALING})
         slept = time.monotonic()
         problems += driver.settle(f"{SERVED} asleep", lambda: _asleep(driver))
-        figures["scale to zero: idle to asleep and routed around (s)"] = round(
+        figures["scale to zero: idle to asleep and parked last (s)"] = round(
             time.monotonic() - slept
         )
         internal = traffic.plain_gateway(driver, INTERNAL, ALONE).client()

@@ -1,5 +1,6 @@
-"""compose-model-service with endpoints whose deployment scales to zero: a sleeping tier is
-skipped, not tried; with every tier asleep the route still reaches them (a request is what
+"""compose-model-service with endpoints whose deployment scales to zero: a sleeping endpoint
+is parked after every awake tier, so the next answers at once and waking changes the route in
+place; with every tier asleep the route still reaches them (a request is what
 wakes them) and callers read a 503 with Retry-After; ColdStartUnhidden says when that can
 happen."""
 
@@ -10,11 +11,13 @@ from fleetgate.core.governance import WAKING_RETRY_AFTER
 from fleetgate.model_service.composer import compose
 from tests.support import request, run
 from tests.support.model_service import (
+    backend_refs,
     condition,
     entry,
     fleet,
     hosted,
     plan,
+    route_manifest,
     route_of,
     route_policy_spec,
     routed,
@@ -40,18 +43,28 @@ def reconcile(xr: dict[str, Any], *endpoints: list[dict[str, Any]]) -> Any:
     return run(compose, request(xr, required=fleet(*endpoints)))
 
 
-def test_a_sleeping_tier_is_skipped_and_the_next_answers_at_once() -> None:
+def test_a_sleeping_endpoint_is_parked_after_every_awake_tier() -> None:
     out = reconcile(TIERED, [eu(ASLEEP), us(MAY_SLEEP)], [third_party("openai")])
-    assert [(b["endpoint"], b["priority"]) for b in plan(out)] == [
-        ("qwen-us-1", 0),
-        ("openai", 1),
-    ]
+    assert backend_refs(out) == [("qwen-eu-1", 1, 2), ("qwen-us-1", 1, 0), ("openai", 1, 1)]
     asleep = reconcile(TIERED, [eu(ASLEEP), us(ASLEEP)], [third_party("openai")])
-    assert [(b["endpoint"], b["priority"]) for b in plan(asleep)] == [("openai", 0)]
+    assert backend_refs(asleep) == [("qwen-eu-1", 1, 1), ("qwen-us-1", 1, 1), ("openai", 1, 0)]
     assert "coldStart" not in asleep.desired[next(iter(asleep.desired))]["spec"]
     assert not any("qwen" in w for w in asleep.warnings), "sleeping is not a fault"
     assert asleep.composite["status"]["endpoints"] == {"total": 3, "ready": 1, "asleep": 2}
     assert asleep.conditions["ColdStartUnhidden"][:2] == ("False", "AlwaysAnswered")
+
+
+def test_falling_asleep_and_waking_update_the_route_in_place() -> None:
+    """The AIGatewayRoute keeps its name, and its backends their order: replacing it would
+    fail the requests in flight when the old one is deleted."""
+    awake = route_of(reconcile(TIERED, [eu(MAY_SLEEP), us(MAY_SLEEP)], [third_party("openai")]))
+    asleep = route_of(reconcile(TIERED, [eu(ASLEEP), us(MAY_SLEEP)], [third_party("openai")]))
+    assert awake.composite["status"]["route"] == asleep.composite["status"]["route"]
+    refs = [route_manifest(o)["spec"]["rules"][0]["backendRefs"] for o in (awake, asleep)]
+    assert [[(r["name"], r["priority"]) for r in rs] for rs in refs] == [
+        [(refs[0][0]["name"], 0), (refs[0][1]["name"], 0), (refs[0][2]["name"], 1)],
+        [(refs[0][0]["name"], 2), (refs[0][1]["name"], 0), (refs[0][2]["name"], 1)],
+    ]
 
 
 def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> None:
@@ -83,7 +96,7 @@ def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> No
 
 def test_an_awake_tier_that_may_sleep_still_leaves_the_cold_start_unhidden() -> None:
     out = reconcile(HOSTED_ONLY, [eu(MAY_SLEEP), us(ASLEEP)])
-    assert [b["endpoint"] for b in plan(out)] == ["qwen-eu-1"]
+    assert backend_refs(out) == [("qwen-eu-1", 1, 0), ("qwen-us-1", 1, 1)]
     assert "coldStart" not in out.desired[next(iter(out.desired))]["spec"]
     assert out.conditions["ColdStartUnhidden"][:2] == ("True", "EveryTierSleeps")
     # Awake: the route has no 503 of its own (nor, without spec.access, a traffic policy).

@@ -179,6 +179,9 @@ class Routable(NamedTuple):
     cluster: str | None  # set for a fleet-hosted endpoint: mutual TLS to that cluster
     pricing: Pricing | None = None
     scales_to_zero: bool = False  # its deployment may put it to sleep
+    # No engine serves it now (scaled to zero, or woken and still starting): parked at a
+    # last priority level (``plan_backends``).
+    asleep: bool = False
 
 
 @dataclass
@@ -186,12 +189,11 @@ class Screening:
     """The outcome of sorting every selected endpoint."""
 
     total: int = 0
+    # Sleeping ones too (``Routable.asleep``): a route keeps its backends whether they
+    # sleep or not, so sleeping and waking change priorities in place (``plan_backends``).
     routable: list[Routable] = field(default_factory=list)
-    # Fleet-hosted endpoints whose engines are scaled to zero (or waking): out of the
-    # route while any other endpoint serves.
-    sleeping: list[Routable] = field(default_factory=list)
-    # Every endpoint sleeps: the route takes them all, so a request wakes them, and its
-    # callers are answered 503 with Retry-After meanwhile.
+    # Every endpoint sleeps: the route's levels are theirs, so a request reaches them,
+    # and its callers are answered 503 with Retry-After meanwhile.
     cold_start: bool = False
     # endpoint name → why it is left out, in selection order
     left_out: dict[str, str] = field(default_factory=dict)
@@ -262,8 +264,7 @@ def _screen(
             return
     spec = endpoint.spec
     labels = endpoint.metadata.labels
-    asleep = cluster is not None and labels.get(LABEL_ASLEEP) == "true"
-    (screening.sleeping if asleep else screening.routable).append(
+    screening.routable.append(
         Routable(
             name=name,
             entry=index,
@@ -277,22 +278,31 @@ def _screen(
             cluster=cluster,
             pricing=spec.pricing,
             scales_to_zero=cluster is not None and labels.get(LABEL_SCALES_TO_ZERO) == "true",
+            asleep=cluster is not None and labels.get(LABEL_ASLEEP) == "true",
         )
     )
 
 
 def wake_if_all_sleep(screening: Screening) -> None:
-    """With no endpoint awake, route the sleeping ones: a request must reach them to wake
-    them, and is answered 503 with Retry-After (``governance.cold_start``) until one serves."""
-    if not screening.routable and screening.sleeping:
-        screening.routable, screening.sleeping = screening.sleeping, []
+    """With no endpoint awake, route the sleeping ones on their own levels: a request must
+    reach them to wake them, and is answered 503 with Retry-After
+    (``governance.cold_start``) until one serves."""
+    if screening.routable and all(r.asleep for r in screening.routable):
+        screening.routable = [r._replace(asleep=False) for r in screening.routable]
         screening.cold_start = True
+
+
+def asleep(screening: Screening) -> int:
+    """How many usable endpoints sleep, a cold start's included."""
+    if screening.cold_start:
+        return len(screening.routable)
+    return sum(r.asleep for r in screening.routable)
 
 
 def unhidden(screening: Screening) -> bool:
     """Whether every endpoint the route may use can sleep: a cold start then has no tier to
     hide behind."""
-    usable = screening.routable + screening.sleeping
+    usable = screening.routable
     return bool(usable) and all(r.scales_to_zero for r in usable)
 
 
@@ -369,8 +379,9 @@ def check_credentials(
 
 
 def cap_backends(screening: Screening, limit: int = ROUTE_BACKENDS_MAX) -> None:
-    """Keep the most preferred ``limit`` endpoints: a rule holds at most that many backends."""
-    ordered = sorted(screening.routable, key=lambda r: (r.priority, r.entry, r.name))
+    """Keep the most preferred ``limit`` endpoints: a rule holds at most that many backends
+    (a sleeping one is the least preferred)."""
+    ordered = sorted(screening.routable, key=lambda r: (r.asleep, r.priority, r.entry, r.name))
     for routable in ordered[limit:]:
         screening.leave_out(
             routable.name, ROUTE_FULL, f"a route holds at most {limit} backends (priority first)"
@@ -390,16 +401,32 @@ class Planned(NamedTuple):
 
 
 def plan_backends(routable: Sequence[Routable]) -> list[Planned]:
-    """Weights within each tier and gap-free levels, ordered by level, entry and name."""
-    levels = renumber(r.priority for r in routable)
-    ordered = sorted(routable, key=lambda r: (r.priority, r.entry, r.name))
-    planned = []
-    for priority in sorted(levels):
-        tier = [r for r in ordered if r.priority == priority]
+    """Weights within each tier and gap-free levels; sleeping endpoints parked together on
+    one last level, after every awake one.
+
+    Ordered by the endpoints' own priority, entry and name, whatever sleeps: an endpoint
+    that falls asleep or wakes changes only its level and weight, so its route is updated
+    in place, never replaced (``naming.ai_gateway_route_name``). Envoy only reaches the
+    parked level once every awake level failed: a retry, or a request while no awake
+    endpoint is healthy, which the sleeping engine's cluster gateway answers 503.
+    """
+    awake = [r for r in routable if not r.asleep]
+    levels = renumber(r.priority for r in awake)
+    tiers = [(levels[p], [r for r in awake if r.priority == p]) for p in sorted(levels)]
+    parked = [r for r in routable if r.asleep]
+    if parked:
+        tiers.append((len(levels), parked))
+    planned: dict[str, Planned] = {}
+    for level, tier in tiers:
+        ordered = sorted(tier, key=_backend_order)
         groups = [
-            [r for r in tier if r.entry == entry] for entry in sorted({r.entry for r in tier})
+            [r for r in ordered if r.entry == entry] for entry in sorted({r.entry for r in tier})
         ]
         weights = tier_weights([(group[0].weight, len(group)) for group in groups])
         members = [r for group in groups for r in group]
-        planned += [Planned(r, w, levels[priority]) for r, w in zip(members, weights, strict=True)]
-    return planned
+        planned |= {r.name: Planned(r, w, level) for r, w in zip(members, weights, strict=True)}
+    return [planned[r.name] for r in sorted(routable, key=_backend_order)]
+
+
+def _backend_order(r: Routable) -> tuple[int, int, str]:
+    return (r.priority, r.entry, r.name)

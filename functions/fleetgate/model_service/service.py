@@ -40,6 +40,7 @@ from fleetgate.model_service.selection import (
     Screening,
     SelectedEndpoint,
     ServingGateway,
+    asleep,
     cap_backends,
     check_credentials,
     check_dialects,
@@ -256,10 +257,9 @@ def _screen_endpoints(
             "EndpointLeftOut",
         )
     _report_cold_start(rec, screening)
-    asleep = len(screening.routable if screening.cold_start else screening.sleeping)
-    ready = len(screening.routable) - (asleep if screening.cold_start else 0)
-    counts = {"total": screening.total, "ready": ready}
-    rec.set_status(endpoints=counts | ({"asleep": asleep} if asleep else {}))
+    sleeping = asleep(screening)
+    counts = {"total": screening.total, "ready": len(screening.routable) - sleeping}
+    rec.set_status(endpoints=counts | ({"asleep": sleeping} if sleeping else {}))
     return screening
 
 
