@@ -106,7 +106,16 @@ def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_r
     observed = {
         "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
         "kind": "Object",
-        "metadata": {"name": "o", "uid": "123", "resourceVersion": "9"},
+        "metadata": {
+            "name": "o",
+            "uid": "123",
+            "resourceVersion": "9",
+            # Crossplane's controller reference is its own; the other is the function's.
+            "ownerReferences": [
+                {"kind": "Composite", "name": "xr", "uid": "1", "controller": True},
+                {"kind": "Object", "name": "first", "uid": "2"},
+            ],
+        },
         "spec": {"forProvider": {"manifest": {"kind": "ConfigMap"}}},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
@@ -133,7 +142,10 @@ def test_keep_carries_an_observed_resource_without_server_fields_or_crossplane_r
         "cm": {
             "apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
             "kind": "Object",
-            "metadata": {"name": "o"},
+            "metadata": {
+                "name": "o",
+                "ownerReferences": [{"kind": "Object", "name": "first", "uid": "2"}],
+            },
             "spec": {"forProvider": {"manifest": {"kind": "ConfigMap"}}},
         }
     }

@@ -845,3 +845,28 @@ def test_bad_input_is_a_fatal_result_naming_the_field(xr: Obj, field: str) -> No
     assert len(out.fatal) == 1
     assert field in out.fatal[0]
     assert out.desired == {}
+
+
+def test_deleted_whole_a_route_goes_before_its_backends_and_they_before_their_credential() -> None:
+    """A ModelService deleted leaves its ModelRoutes' Objects to Kubernetes' garbage collector,
+    all at once: each backend's Objects are also owned by the route's Object, and its
+    credential's by its AIServiceBackend's, so each goes only once those are gone."""
+    xr = model_route(backend("a", credential={"name": "k", "key": "v"}))
+    observed = as_observed(reconcile_route(xr))
+    for key, obj in observed.items():
+        obj["metadata"] |= {"name": f"object-{key}", "uid": f"uid-{key}"}
+    out = reconcile_route(xr, observed)
+    route = route_keys(["a"]).route
+
+    def owners(key: str) -> list[tuple[str, str, str]]:
+        refs = out.desired[key]["metadata"].get("ownerReferences") or []
+        return [(r["kind"], r["name"], r["uid"]) for r in refs]
+
+    assert owners(endpoint_key("a", "backend")) == [("Object", f"object-{route}", f"uid-{route}")]
+    assert owners(endpoint_key("a", "ai-service-backend")) == owners(endpoint_key("a", "backend"))
+    service_backend = endpoint_key("a", "ai-service-backend")
+    first = [("Object", f"object-{service_backend}", f"uid-{service_backend}")]
+    api_key = endpoint_key("a", "api-key")
+    for key in (endpoint_key("a", "security-policy"), api_key, holder_name(api_key)):
+        assert owners(key) == first, key
+    assert owners(route) == [], "the route itself goes first"

@@ -251,6 +251,30 @@ class Reconcile:
         if ready is not None:
             desired.ready = fnv1.READY_TRUE if ready else fnv1.READY_FALSE
 
+    def deleted_after(self, manifest: dict[str, Any], *first: str) -> dict[str, Any]:
+        """``manifest``, owned too by each composed resource of ``first`` Crossplane observed.
+
+        Kubernetes' garbage collector deletes an object only once none of its owners is
+        left. When an XR is deleted, Crossplane only removes its finalizer and leaves
+        everything it composed to the collector, all at once (internal/controller/
+        apiextensions/composite/reconciler.go:629-655 at v2.4.0), and no function runs to
+        stage the deletion: with these owners this one goes only after each of ``first``
+        is gone. Crossplane keeps the owners a function sets beside its own controller
+        reference (composition_render.go:114-116).
+        """
+        owners = []
+        for name in first:
+            observed = self.observed(name)
+            uid, named = observed.get("metadata", "uid"), observed.get("metadata", "name")
+            if uid and named:
+                kind = {"apiVersion": observed.get("apiVersion"), "kind": observed.get("kind")}
+                owners.append({**kind, "name": named, "uid": uid})
+        if not owners:
+            return manifest
+        meta = dict(manifest.get("metadata") or {})
+        meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), *owners]
+        return {**manifest, "metadata": meta}
+
     def composes(self, name: str) -> bool:
         """Whether ``name`` is in the desired state so far."""
         return name in self.rsp.desired.resources
@@ -277,9 +301,13 @@ class Reconcile:
                 "generation",
                 "creationTimestamp",
                 "managedFields",
-                "ownerReferences",
             ):
                 meta.pop(server_field, None)
+            # Crossplane's controller reference is its own to set; the others are the
+            # function's (``deleted_after``).
+            owners = [r for r in meta.pop("ownerReferences", None) or [] if not r.get("controller")]
+            if owners:
+                meta["ownerReferences"] = owners
         spec = manifest.get("spec")
         if isinstance(spec, dict):
             # A composed XR's spec.crossplane is Crossplane's record of what

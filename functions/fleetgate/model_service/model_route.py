@@ -77,10 +77,12 @@ def compose(rec: Reconcile) -> None:
         objects = {k: v for k, v in objects.items() if k not in dropped}
     with_policies = access is not None or route.spec.cold_start
     _keep_replaced(rec, keys if held is None else None, with_policies, set(objects))
+    routes = [key for key in rec.observed_names() if is_ai_gateway_route_key(key)]
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).
-        rec.compose(key, obj, ready=key == FAILOVER_ALERTS_KEY or rec.observed(key).ready)
+        ready = key == FAILOVER_ALERTS_KEY or rec.observed(key).ready
+        rec.compose(key, rec.deleted_after(obj, *_deleted_first(key, routes)), ready=ready)
     if routed:
         rec.set_status(route=route_name(service, gateway, routed))
     rec.set_status(backends=len(backends))
@@ -141,6 +143,25 @@ def _keep_replaced(
     for key in rec.observed_names():
         if is_route_key(key) and (serving is None or key not in serving):
             rec.keep(key)
+
+
+def _deleted_first(key: str, routes: Sequence[str]) -> Sequence[str]:
+    """What must be gone before ``key`` when the whole ModelRoute is deleted (its ModelService
+    deleted, say): the stages of ``_keep_leaving``, kept by Kubernetes' garbage collector
+    (``Reconcile.deleted_after``) where no function runs to keep them.
+
+    Deleted with the AIGatewayRoute, an AIServiceBackend makes Envoy AI Gateway v1.1.0
+    rewrite the route's status while the route's finalizer is being removed; that update
+    fails on the stale object, and as the controller ignores updates that leave the
+    generation alone (internal/controller/controller.go:285-292), nothing reconciles the
+    route again: it, and its Object, stay Deleting for good (seen on the real plane).
+    """
+    endpoint, _, role = key.rpartition("/")
+    if role in ("backend", "ai-service-backend"):
+        return routes
+    if role in CREDENTIAL_ROLES:
+        return [endpoint_key(endpoint, "ai-service-backend")]
+    return ()
 
 
 def _withdraw(rec: Reconcile, service: Service, gateway: str) -> None:
