@@ -100,8 +100,8 @@ def test_an_idle_model_sleeps_and_the_table_says_where(fleet: Fleet) -> None:
     (table,) = shown
     assert (
         "team-a/qwen3-8b  Idle: 0 replicas asked, 0 ready; tier 0 of team-a/chat (parked "
-        "last: the next tier answers), tier 0 of team-a/chat-internal (cold start: 503 with "
-        "Retry-After while it wakes)"
+        "last: the next tier answers), tier 0 of team-a/chat-internal (cold start: 503 while "
+        "its requests wake it)"
     ) in table
     assert "scaled deployments" not in fleetcheck.routing_table(fleet)
 

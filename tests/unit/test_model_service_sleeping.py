@@ -94,13 +94,14 @@ def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> No
     assert (error["code"], error["model"]) == ("cold_start", "team-a/chat")
 
 
-def test_an_awake_tier_that_may_sleep_still_leaves_the_cold_start_unhidden() -> None:
+def test_an_awake_tier_that_may_sleep_has_the_waking_503_before_it_first_sleeps() -> None:
+    """Composed only once every backend slept, the answer reached Envoy after the first
+    requests had woken them: callers of a model that sleeps never saw it."""
     out = reconcile(HOSTED_ONLY, [eu(MAY_SLEEP), us(ASLEEP)])
     assert backend_refs(out) == [("qwen-eu-1", 1, 0), ("qwen-us-1", 1, 1)]
-    assert "coldStart" not in out.desired[next(iter(out.desired))]["spec"]
+    assert out.desired[next(iter(out.desired))]["spec"]["coldStart"] is True
     assert out.conditions["ColdStartUnhidden"][:2] == ("True", "EveryTierSleeps")
-    # Awake: the route has no 503 of its own (nor, without spec.access, a traffic policy).
-    assert not any(k.startswith("caller-traffic") for k in route_of(out).desired)
+    assert any(k.startswith("caller-traffic") for k in route_of(out).desired)
 
 
 def test_only_fleet_hosted_endpoints_can_sleep() -> None:

@@ -553,9 +553,10 @@ WAKING_RETRY_AFTER: Final = 30
 
 
 def waking(model: str) -> dict[str, Any]:
-    """The 503 of a route whose every backend is scaled to zero, as a JSON error with
+    """The 503 of a route whose every backend can be scaled to zero, as a JSON error with
     ``Retry-After``: whether the fleet gateway found no engine (a local reply) or the
-    cluster gateway did (a backend's). The request itself counted as demand and wakes them.
+    cluster gateway did (a backend's). A request the cluster gateway answered counted as
+    demand and wakes them.
     A response override may add headers (``CustomResponse.header``, api/v1alpha1/
     shared_types.go:886-893 at v1.8.3)."""
     override = _override(
@@ -564,8 +565,9 @@ def waking(model: str) -> dict[str, Any]:
             "type": "model_waking",
             "code": "cold_start",
             "model": model,
-            "message": f"{model} is starting: every endpoint of it was scaled to zero when "
-            f"idle; retry in {WAKING_RETRY_AFTER} seconds",
+            "message": f"no engine of {model} serves right now: it is scaled to zero when "
+            f"idle and started again by requests like this one; retry in {WAKING_RETRY_AFTER} "
+            "seconds",
         },
         local=False,
     )

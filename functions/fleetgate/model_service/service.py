@@ -275,10 +275,9 @@ def _report_cold_start(rec: Reconcile, screening: Screening) -> None:
         return
     message = (
         "every endpoint of this service can be scaled to zero: while all sleep, callers are "
-        "answered 503 with Retry-After, and those requests do not wake them (the gateways "
-        "count no demand for a request no engine answered): only another service's traffic "
-        "does. Add a later tier that never sleeps (a provider, or a deployment with "
-        "spec.scaling.minReplicas above 0)"
+        "answered 503 with Retry-After until their requests have woken one. Add a later tier "
+        "that never sleeps (a provider, or a deployment with spec.scaling.minReplicas above "
+        "0) for callers never to meet a cold start"
     )
     rec.condition(COLD_START, "True", "EveryTierSleeps", message)
     rec.warning(message, COLD_START)
@@ -348,7 +347,7 @@ def _compose_routes(
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
         route = model_route(
-            service, gateway, plans[left_out], allowed, alert, cold_start=screening.cold_start
+            service, gateway, plans[left_out], allowed, alert, cold_start=unhidden(screening)
         )
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
