@@ -24,6 +24,7 @@ from e2e.driver import (
 from e2e.fleet import Fleet, Obj, XRKey, describe, key_of
 from fleetgate.core import names
 from fleetgate.core.constants import CALLER_HEADER, LABEL_ASLEEP
+from fleetgate.core.models import LabelSelector
 from fleetgate.core.secrets import FILL_POLICIES, is_filler, is_holder
 from oracles import secretsearch
 from schemas import validate
@@ -32,13 +33,9 @@ from sim import catalog, pipeline
 AI_GATEWAY = "aigateway.envoyproxy.io/v1beta1"
 
 
-def _name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
-
 def _selected(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    wanted = (selector or {}).get("matchLabels") or {}
-    return all(labels.get(k) == v for k, v in wanted.items())
+    """The functions' own reading of a selector (an empty one selects everything)."""
+    return LabelSelector.model_validate(selector or {}).matches(labels)
 
 
 def gateways(fleet: Fleet) -> dict[str, Obj]:
@@ -71,7 +68,7 @@ def scaled_deployments(fleet: Fleet) -> str:
         tiers = ", ".join(
             f"tier {priority} of {service[1]}/{service[2]}"
             + (
-                " (cold start: 503 with Retry-After while it wakes)"
+                " (cold start: 503 while its requests wake it)"
                 if _cold_start(fleet, service)
                 else (" (parked last: the next tier answers)" if state == "Idle" else "")
             )
