@@ -222,9 +222,10 @@ def _cold_started(seen: Waking, figures: dict[str, float]) -> list[str]:
     woke the model: 503s only, then the model.
 
     How many of the 503s were the waking one (JSON ``cold_start``, ``Retry-After``) is
-    printed and recorded, not asserted: on this plane the gateway's Envoy answers its plain
-    503 although its configuration holds the override on the route (docs/scaling.md, "Not
-    built yet")."""
+    printed and recorded, not asserted: the override is on the service's route only, and
+    Envoy keeps the filter chain of the route a request first matches, another service's
+    catch-all rule before AI Gateway re-routes it by model (envoyproxy/envoy#44739;
+    docs/scaling.md, "Not built yet")."""
     _printed(seen)
     woke = seen.to_tier0
     said = [(status, what) for _, status, what in seen.answers]

@@ -286,7 +286,7 @@ def _screen(
 def wake_if_all_sleep(screening: Screening) -> None:
     """With no endpoint awake, route the sleeping ones on their own levels: a request must
     reach them to wake them, and is answered 503 with Retry-After
-    (``governance.cold_start``) until one serves."""
+    (``governance.waking``) until one serves."""
     if screening.routable and all(r.asleep for r in screening.routable):
         screening.routable = [r._replace(asleep=False) for r in screening.routable]
         screening.cold_start = True
@@ -302,8 +302,7 @@ def asleep(screening: Screening) -> int:
 def unhidden(screening: Screening) -> bool:
     """Whether every endpoint the route may use can sleep: a cold start then has no tier to
     hide behind."""
-    usable = screening.routable
-    return bool(usable) and all(r.scales_to_zero for r in usable)
+    return bool(screening.routable) and all(r.scales_to_zero for r in screening.routable)
 
 
 def _fleet_hop_problem(
