@@ -167,6 +167,15 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
+def cold_start_unhidden(service: Obj | None) -> bool:
+    """Whether a ModelService says every endpoint it may route can sleep, so its callers can
+    meet a cold start (condition ColdStartUnhidden)."""
+    conditions = ((service or {}).get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "ColdStartUnhidden" and c.get("status") == "True" for c in conditions
+    )
+
+
 def labels(obj: Obj | None) -> dict[str, str]:
     """An object's labels; none for an object that is not there."""
     return dict(((obj or {}).get("metadata") or {}).get("labels") or {})

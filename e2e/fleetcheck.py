@@ -16,6 +16,7 @@ from e2e import fleetdrills, functions, render
 from e2e.driver import (
     Emulation,
     Route,
+    cold_start_unhidden,
     labels,
     published_client_cas,
     remote_ref,
@@ -104,12 +105,7 @@ def _tiers(fleet: Fleet, deployment: XRKey) -> list[tuple[XRKey, int]]:
 
 
 def _cold_start(fleet: Fleet, service: XRKey) -> bool:
-    """Whether a route of ``service`` sends to endpoints that all sleep."""
-    return any(
-        fleet.xrs[child]["spec"].get("coldStart")
-        for child, owner in fleet.owner.items()
-        if owner == service and child[0] == "ModelRoute" and child in fleet.xrs
-    )
+    return cold_start_unhidden(fleet.xrs.get(service))
 
 
 def table(found: list[Route]) -> str:

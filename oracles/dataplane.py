@@ -25,7 +25,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
     TIER_HEADER,
 )
-from fleetgate.core.governance import caller_pattern
+from fleetgate.core.governance import MODEL_ASKED, caller_pattern
 from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
 from fleetgate.inference_gateway.builders import CALLER_ADDRESS_HEADER
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
@@ -884,10 +884,9 @@ def _local_statuses(matcher: Obj) -> list[str]:
     return [str(status)] if local and status else []
 
 
-def refusal_problems(
-    t: Translation, gateway: str, route: str, section: str, model: str
-) -> list[str]:
-    """Envoy's own 403 and 429 on the model's route come back as JSON naming the model.
+def refusal_problems(t: Translation, gateway: str, route: str, section: str) -> list[str]:
+    """Envoy's own 403 and 429 on the model's route come back as JSON naming the model asked
+    for, as Envoy fills it in from the request (``governance.responses``).
 
     The route enables a custom-response filter of its own (disabled on the
     listener, turned on per route) replacing only local replies (a backend's
@@ -926,8 +925,10 @@ def refusal_problems(
         if sorted(bodies) != ["403", "429"]:
             problems.append(f"{r.get('name')}: local replies replaced: {sorted(bodies)}")
         for status, body in bodies.items():
-            if json.loads(body).get("error", {}).get("model") != model:
-                problems.append(f"{r.get('name')}: the {status} body does not name {model}: {body}")
+            if json.loads(body).get("error", {}).get("model") != MODEL_ASKED:
+                problems.append(
+                    f"{r.get('name')}: the {status} body does not name the model: {body}"
+                )
     return problems
 
 

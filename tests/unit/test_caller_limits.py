@@ -29,6 +29,7 @@ from fleetgate.core.kinds.governance import (
     Pricing,
     ResolvedLimit,
 )
+from fleetgate.model_service.ai_gateway import caller_traffic
 from fleetgate.model_service.composer import compose
 from fleetgate.model_service.naming import is_route_key
 from oracles import llmcostcel, ratelimits
@@ -107,7 +108,7 @@ def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> Non
                 ]
             }
         },
-        "responseOverride": governance.refusals(model="team-a/chat"),
+        "responseOverride": governance.responses("public"),
     }
     assert out.conditions["AccessResolved"] == (
         "True",
@@ -276,7 +277,11 @@ def test_without_limits_the_route_has_refusal_bodies_and_no_rate_limit() -> None
     assert "limits" not in model_routes(out)["public"]["spec"]["access"]
     spec = route_manifest(route_of(out), "caller-traffic")["spec"]
     assert "rateLimit" not in spec
-    assert [o["match"]["statusCodes"][0]["value"] for o in spec["responseOverride"]] == [403, 429]
+    assert [o["match"]["statusCodes"][0]["value"] for o in spec["responseOverride"]] == [
+        403,
+        429,
+        503,
+    ]
 
 
 def test_without_access_the_route_composes_no_traffic_policy() -> None:
@@ -488,18 +493,6 @@ def test_a_gateway_without_limits_has_no_rate_limit() -> None:
     assert gateway_rules() == []
 
 
-def test_a_gateway_with_limits_answers_its_429_in_json_naming_itself() -> None:
-    out = gw_support.fleet(
-        full=True, auth={**gw_support.FULL_SPEC["auth"], "limits": [{"requests": 1, "per": "Day"}]}
-    ).settled()
-    policy = gw_support.manifest(out.desired["failover-policy"])
-    (override,) = policy["spec"]["responseOverride"]
-    assert override["source"] == "Local", "a provider's own 429 is passed on untouched"
-    body = json.loads(override["response"]["body"]["inline"])["error"]
-    assert "InferenceGateway " in body["message"]
-    assert body["limit"] == "%RESP(X-RATELIMIT-LIMIT)%"
-
-
 def envoy_fills_in(body: str, headers: dict[str, str]) -> str:
     """What Envoy sends for a response override's body, a text format: each ``%REQ(h)%`` or
     ``%RESP(h)%`` replaced by that header's value as is, unescaped, "-" when it is absent
@@ -509,40 +502,55 @@ def envoy_fills_in(body: str, headers: dict[str, str]) -> str:
     return "".join(headers.get(p.lower(), "-") if i % 2 else p for i, p in enumerate(pieces))
 
 
-def test_a_gateway_limits_429_names_the_model_the_caller_asked_for() -> None:
-    """The contract: a 429 names the model and the rule. The gateway's policy serves every
-    model, so Envoy fills the model in from x-ai-eg-model, which AI Gateway sets from the
-    request body before the rate limit runs (governance.refusals cites where)."""
-    (override,) = governance.refusals(gateway="public")
-    sent = envoy_fills_in(
-        override["response"]["body"]["inline"],
-        {
-            "req(x-ai-eg-model)": "team-a/chat",
-            f"req({CALLER_HEADER})": "team-a-ci",
-            "resp(x-ratelimit-limit)": "3, 3;w=60",
-            "resp(x-ratelimit-reset)": "41",
-        },
-    )
-    body = json.loads(sent)["error"]
-    assert body["model"] == "team-a/chat"
-    assert "InferenceGateway public (spec.auth.limits)" in body["message"]
-    assert (body["limit"], body["resets_in_seconds"]) == ("3, 3;w=60", "41")
-    assert "team-a-ci" not in sent
+ASKED = {
+    "req(x-ai-eg-model)": "team-a/chat",
+    f"req({CALLER_HEADER})": "team-a-ci",
+    "resp(x-ratelimit-limit)": "3, 3;w=60",
+    "resp(x-ratelimit-reset)": "41",
+}
 
 
-@pytest.mark.parametrize("status", [403, 429])
-def test_a_refusal_is_json_naming_the_model_and_rule_never_a_caller(status: int) -> None:
+@pytest.mark.parametrize("status", [403, 429, 503])
+def test_what_envoy_answers_is_json_naming_the_model_asked_for_and_the_rule(status: int) -> None:
+    """The contract: a refusal names the model and the rule. One list serves the gateway and
+    every route (Envoy keeps the first route's filters, governance.responses), so Envoy fills
+    the model in from x-ai-eg-model, which AI Gateway sets from the request body first."""
     (override,) = [
         o
-        for o in governance.refusals(model="team-a/chat")
+        for o in governance.responses("public")
         if o["match"]["statusCodes"] == [{"type": "Value", "value": status}]
     ]
-    assert override["source"] == "Local"
     assert override["response"]["contentType"] == "application/json"
-    body = json.loads(override["response"]["body"]["inline"])["error"]
+    sent = envoy_fills_in(override["response"]["body"]["inline"], ASKED)
+    body = json.loads(sent)["error"]
     assert body["model"] == "team-a/chat"
+    assert "team-a-ci" not in sent
+    if status == 503:
+        # Whoever answered: the fleet gateway or a cluster gateway finding no engine.
+        assert "source" not in override
+        assert override["response"]["header"] == {
+            "set": [{"name": "Retry-After", "value": str(governance.WAKING_RETRY_AFTER)}]
+        }
+        assert "scaled to zero" in body["message"]
+        return
+    # Never a provider's own 403 or 429: it reaches the caller as the provider sent it.
+    assert override["source"] == "Local"
     assert "spec.access" in body["message"]
-    assert "team-a-ci" not in json.dumps(body)
+    if status == 429:
+        assert "InferenceGateway public (spec.auth.limits)" in body["message"]
+        assert (body["limit"], body["resets_in_seconds"]) == ("3, 3;w=60", "41")
+
+
+def test_the_gateway_and_each_route_answer_alike() -> None:
+    """Whichever route a request first matches, its override answers (Envoy 1.38.3 keeps
+    the filter chain of the first route after AI Gateway re-routes the request): the
+    gateway's policy, limits or not, and a route's carry the same list."""
+    out = gw_support.fleet(full=True).settled()
+    gateway = gw_support.manifest(out.desired["failover-policy"])["spec"]
+    name = gateway["targetRefs"][0]["name"].removeprefix("fleetgate-gw-")
+    route = caller_traffic("route", name, [])["spec"]
+    assert "rateLimit" not in route
+    assert gateway["responseOverride"] == route["responseOverride"]
 
 
 # --- what a response costs -------------------------------------------------------------

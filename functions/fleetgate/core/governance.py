@@ -551,91 +551,82 @@ def _override(status: int, body: dict[str, Any], *, local: bool = True) -> dict[
 # few seconds, and an engine then needs its start-up.
 WAKING_RETRY_AFTER: Final = 30
 
+# The model the caller asked for, as Envoy fills it in when it answers.
+MODEL_ASKED: Final = f"%REQ({MODEL_HEADER.upper()})%"
 
-def waking(model: str) -> dict[str, Any]:
-    """The 503 of a route whose every backend can be scaled to zero, as a JSON error with
-    ``Retry-After``: whether the fleet gateway found no engine (a local reply) or the
-    cluster gateway did (a backend's). A request the cluster gateway answered counted as
-    demand and wakes them.
-    A response override may add headers (``CustomResponse.header``, api/v1alpha1/
-    shared_types.go:886-893 at v1.8.3)."""
-    override = _override(
+
+def responses(gateway: str) -> list[dict[str, Any]]:
+    """JSON bodies, OpenAI's error shape, for what Envoy answers itself on a gateway's model
+    routes, naming the model asked for and the rule's owner, never a caller or a key: 403,
+    the caller may not call the model; 429, a limit of the model's or of the gateway's is
+    used up (the limit and when it resets from Envoy's rate-limit headers); 503, no backend
+    answers, as while every endpoint of the model is scaled to zero, with ``Retry-After``.
+
+    One list for the gateway's traffic policy and for every route's, whatever the route:
+    Envoy builds a request's filter chain from the route it first matches and keeps it when
+    the request is routed again (``FilterConfig.disabled``, envoyproxy/envoy#44739). A
+    request arrives without the model header, so it first matches the catch-all rule AI
+    Gateway adds to whichever route comes first on the listener; AI Gateway's external
+    processor then sets the header and clears the route cache. The override that answers
+    is that first route's, with its own configuration: were the lists to differ per route,
+    a caller would read another model's body, or Envoy's plain reply (seen on the real
+    plane with a 503 only one route carried; reproduced with Envoy 1.38.3 alone).
+
+    So the model is filled in when Envoy answers, from ``x-ai-eg-model``. AI Gateway's
+    external processor sets it from the request body (internal/extproc/
+    processor_impl.go:282-290 at v1.1.0), holding the request until then (body mode
+    BUFFERED, internal/extensionserver/post_translate_modify.go:800), and goes in ahead of
+    Envoy Gateway's ext_proc, RBAC and rate-limit filters (post_translate_modify.go:
+    1084-1130; Envoy Gateway v1.8.3 orders those 100+, 301, 303, internal/xds/translator/
+    httpfilters.go:128-141): the header is set when Envoy refuses. Envoy copies it into the
+    body as is (a text format, custom_response.go:466-471, which does not escape), and it
+    cannot break the JSON: API key authentication runs on the model routes alone (/healthz
+    has its own policy), and a model route is taken only when that header equals its
+    ModelService's ``<namespace>/<name>``, Kubernetes names without a quote or a backslash.
+
+    The 503 matches whoever answered (the fleet gateway finding no backend, or a cluster
+    gateway finding no engine), and is also what a caller reads once every tier failed:
+    the body says both. A response override may add headers (``CustomResponse.header``,
+    api/v1alpha1/shared_types.go:886-893 at v1.8.3).
+    """
+    waking = _override(
         503,
         {
-            "type": "model_waking",
-            "code": "cold_start",
-            "model": model,
-            "message": f"no engine of {model} serves right now: it is scaled to zero when "
-            f"idle and started again by requests like this one; retry in {WAKING_RETRY_AFTER} "
-            "seconds",
+            "type": "service_unavailable",
+            "code": "model_unavailable",
+            "model": MODEL_ASKED,
+            "message": f"no backend of {MODEL_ASKED} answers right now: a model scaled to "
+            "zero when idle is starting again on requests like this one, or every tier "
+            f"failed; retry in {WAKING_RETRY_AFTER} seconds",
         },
         local=False,
     )
-    override["response"]["header"] = {
+    waking["response"]["header"] = {
         "set": [{"name": "Retry-After", "value": str(WAKING_RETRY_AFTER)}]
     }
-    return override
-
-
-def refusals(*, model: str | None = None, gateway: str | None = None) -> list[dict[str, Any]]:
-    """JSON bodies for the gateway's refusals, OpenAI's error shape, naming the rule's owner.
-
-    For a model's route (``model``): 403, the caller may not call it; 429, a
-    limit of the model's or of the gateway's is used up. For a gateway
-    (``gateway``): 429 for its own limits. The limit applied and when it resets
-    come from Envoy's rate-limit headers; never another caller or a key.
-
-    A gateway's policy covers every route, so the model is filled in when
-    Envoy refuses, from ``x-ai-eg-model``. AI Gateway's external processor
-    sets it from the request body (internal/extproc/processor_impl.go:282-290
-    at v1.1.0), holding the request until then (body mode BUFFERED,
-    internal/extensionserver/post_translate_modify.go:800), and goes in
-    ahead of Envoy Gateway's ext_proc, RBAC and rate-limit filters
-    (post_translate_modify.go:1084-1130; Envoy Gateway v1.8.3 orders those
-    100+, 301, 303, internal/xds/translator/httpfilters.go:128-141): the
-    header is set when the rate limit refuses. Envoy copies it into the body
-    as is (a text format, custom_response.go:466-471, which does not escape),
-    and it cannot break the JSON: the limit counts callers by the header API
-    key authentication sets, which runs on the model routes alone (/healthz
-    has its own policy), and a model route is taken only when that header
-    equals its ModelService's ``<namespace>/<name>``, Kubernetes names
-    without a quote or a backslash.
-    """
-    over = {
-        "type": "rate_limit_exceeded",
-        "code": "caller_limit",
-        "limit": _LIMIT_APPLIED,
-        "resets_in_seconds": _RESETS_IN,
-    }
-    if model is None:
-        return [
-            _override(
-                429,
-                over
-                | {
-                    "model": f"%REQ({MODEL_HEADER.upper()})%",
-                    "message": f"over a per-caller limit of InferenceGateway {gateway} "
-                    "(spec.auth.limits) until the window turns",
-                },
-            )
-        ]
     return [
         _override(
             403,
             {
                 "type": "permission_denied",
                 "code": "caller_not_allowed",
-                "model": model,
-                "message": f"this caller may not call {model} (its ModelService's spec.access)",
+                "model": MODEL_ASKED,
+                "message": f"this caller may not call {MODEL_ASKED} (its ModelService's "
+                "spec.access)",
             },
         ),
         _override(
             429,
-            over
-            | {
-                "model": model,
-                "message": f"over a per-caller limit of {model} (its ModelService's "
-                "spec.access.limits) or of this gateway (spec.auth.limits) until the window turns",
+            {
+                "type": "rate_limit_exceeded",
+                "code": "caller_limit",
+                "limit": _LIMIT_APPLIED,
+                "resets_in_seconds": _RESETS_IN,
+                "model": MODEL_ASKED,
+                "message": f"over a per-caller limit of {MODEL_ASKED} (its ModelService's "
+                f"spec.access.limits) or of InferenceGateway {gateway} (spec.auth.limits) "
+                "until the window turns",
             },
         ),
+        waking,
     ]

@@ -31,7 +31,7 @@ from fleetgate.core.governance import (
     AnswerRead,
     answer_patches,
     rate_limit_rules,
-    refusals,
+    responses,
 )
 from fleetgate.core.kinds.gateway import Failover, Limits
 from fleetgate.core.kinds.governance import ResolvedLimit
@@ -318,19 +318,13 @@ def failover_policy(
 
     For every route of the Gateway. A caller's limits here count across all of
     them (``shared``); a route's own policy (a ModelService's limits) merges
-    into this one, keeping it (model_service/ai_gateway.caller_traffic). With
-    limits, Envoy's own 429 says so in a JSON body naming the gateway.
+    into this one, keeping it (model_service/ai_gateway.caller_traffic). What Envoy
+    answers itself (403, 429, 503) reads as JSON naming the model asked for, the same as
+    on every route (``governance.responses``).
     """
     codes = sorted(set(failover.retry_on.http_status_codes))
     rules = rate_limit_rules(caller_limits, shared=True)
-    rate_limit = (
-        {
-            "rateLimit": {"global": {"rules": rules}},
-            "responseOverride": refusals(gateway=names.gateway_name),
-        }
-        if rules
-        else {}
-    )
+    rate_limit = {"rateLimit": {"global": {"rules": rules}}} if rules else {}
     retry_on: dict[str, Any] = {
         "triggers": [*RETRY_TRIGGERS, *([RETRY_ON_STATUS] if codes else [])]
     }
@@ -366,6 +360,7 @@ def failover_policy(
         # The backend side of the buffer: a large non-streamed response is
         # buffered whole too.
         connection={"bufferLimit": limits.buffer_limit},
+        responseOverride=responses(names.gateway_name),
         **rate_limit,
     )
 

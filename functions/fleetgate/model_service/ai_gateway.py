@@ -32,8 +32,7 @@ from fleetgate.core.governance import (
     answer_reads,
     llm_request_costs,
     rate_limit_rules,
-    refusals,
-    waking,
+    responses,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.kinds.route import RouteAccess, RouteBackend, RouteGateway
@@ -257,23 +256,19 @@ def _route_policy(route: str, kind: str, **spec: Any) -> Manifest:
     )
 
 
-def caller_traffic(
-    route: str, service: Service, limits: Sequence[ResolvedLimit], cold_start: bool = False
-) -> Manifest:
+def caller_traffic(route: str, gateway: str, limits: Sequence[ResolvedLimit]) -> Manifest:
     """How much each caller may use of this model here, and what a refused caller reads.
 
     A traffic policy on the HTTPRoute AI Gateway generates: the limits as
-    rate-limit rules (none when none applies to anyone), and JSON bodies for
-    Envoy's own 403 and 429 naming the model. Merged (``StrategicMerge``)
-    into the gateway's traffic policy rather than replacing it, so the route
+    rate-limit rules (none when none applies to anyone), and the gateway's JSON bodies
+    for what Envoy answers itself (``governance.responses``: the same on every route).
+    Merged (``StrategicMerge``) into the gateway's traffic policy rather than replacing
+    it, so the route
     keeps its retries, outlier detection and the gateway's limits: Envoy
     Gateway merges the two policies' rules by name (internal/gatewayapi/
     backendtrafficpolicy.go:845-885, internal/ir/xds.go:2571-2574 at v1.8.3).
     """
-    overrides = refusals(model=service.model)
-    if cold_start:
-        overrides.append(waking(service.model))
-    spec: dict[str, Any] = {"responseOverride": overrides}
+    spec: dict[str, Any] = {"responseOverride": responses(gateway)}
     rules = rate_limit_rules(limits, shared=False)
     if rules:
         spec["rateLimit"] = {"global": {"rules": rules}}
@@ -372,7 +367,6 @@ def model_route_objects(
     alert: FailoverAlert | None = None,
     *,
     routed: Sequence[RouteBackend] | None = None,
-    cold_start: bool = False,
 ) -> dict[str, Manifest]:
     """Every Object composed onto the gateway's cluster, by composition resource name.
 
@@ -406,10 +400,8 @@ def model_route_objects(
         # Ready once created (Envoy Gateway may refuse it and the route still
         # serves), but its status is read back for StrictTiers.
         objects[keys.tiers] = remote(strict_tiers(route, gateway), watch=True)
-        if access is not None or cold_start:
-            limits = access.limits if access is not None else []
-            objects[keys.traffic] = remote(caller_traffic(route, service, limits, cold_start))
         if access is not None:
+            objects[keys.traffic] = remote(caller_traffic(route, gw, access.limits))
             objects[keys.access] = remote(caller_access(route, access.callers))
             reads = answer_reads(access.limits)
             if reads:

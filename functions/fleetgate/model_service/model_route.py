@@ -57,7 +57,6 @@ def compose(rec: Reconcile) -> None:
         access,
         route.spec.failover_alert,
         routed=routed,
-        cold_start=route.spec.cold_start,
     )
     leaving = _keep_leaving(rec, service, gateway.name, backends)
     held = None
@@ -75,8 +74,7 @@ def compose(rec: Reconcile) -> None:
         if held.kept:
             rec.keep(keys.counted)
         objects = {k: v for k, v in objects.items() if k not in dropped}
-    with_policies = access is not None or route.spec.cold_start
-    _keep_replaced(rec, keys if held is None else None, with_policies, set(objects))
+    _keep_replaced(rec, keys if held is None else None, access is not None, set(objects))
     routes = [key for key in rec.observed_names() if is_ai_gateway_route_key(key)]
     for key, obj in objects.items():
         # Alerts never hold the route back: without the Prometheus Operator's

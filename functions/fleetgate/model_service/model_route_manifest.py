@@ -64,15 +64,12 @@ def model_route(
     planned: Sequence[Planned],
     allowed: Access | None = None,
     alert: FailoverAlert | None = None,
-    *,
-    cold_start: bool = False,
 ) -> Manifest:
     """The ModelRoute for ``gateway``: everything its function needs, nothing it must look up.
 
     ``allowed``: who may call and how much, resolved from the service's access;
     None, anyone the gateway authenticates. ``alert``: the service's failover
-    alert, carried only to a gateway that composes PrometheusRules. ``cold_start``:
-    every backend sleeps (``selection.wake_if_all_sleep``).
+    alert, carried only to a gateway that composes PrometheusRules.
     """
     return {
         "apiVersion": API_VERSION,
@@ -103,7 +100,6 @@ def model_route(
                 if alert is not None and gateway.prometheus_rules
                 else {}
             ),
-            **({"coldStart": True} if cold_start else {}),
         },
     }
 

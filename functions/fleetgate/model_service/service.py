@@ -346,9 +346,7 @@ def _compose_routes(
             plans[left_out] = plan_backends(usable)
         key = model_route_key(gateway.name)
         routes[gateway.name] = _route_progress(rec, key)
-        route = model_route(
-            service, gateway, plans[left_out], allowed, alert, cold_start=unhidden(screening)
-        )
+        route = model_route(service, gateway, plans[left_out], allowed, alert)
         rec.compose(key, route, ready=routes[gateway.name] is None)
     for waiting in pending:
         rec.warning(

@@ -159,13 +159,6 @@ class ModelRouteSpec(Model):
     """The ModelService's spec.failoverAlert, set when the gateway composes PrometheusRules (its
     spec.monitoring.prometheusRules); the route composes one when it has more than one tier or
     a priced endpoint."""
-    cold_start: bool = False
-    """Set by the ModelService when every backend's engine can be scaled to zero: a 503, what
-    Envoy answers while no engine serves, reaches the caller as a JSON error with Retry-After
-    (each such request reaches the sleeping backends and wakes them). Set while they are
-    awake too, so the gateway's Envoy holds the answer before they first sleep: composed only
-    once they slept, it reached Envoy after the first requests had woken them (seen on the
-    real plane)."""
     withdraw: bool = False
     """Set by the ModelService once the gateway no longer serves it: the route leaves the
     gateway's cluster at once, each backend in stages (route, then Backend and
