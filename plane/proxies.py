@@ -257,9 +257,12 @@ def on(cluster: str) -> Proxies:
 # played internet's public CA: internet.py) where Envoy's image keeps one
 # (Envoy Gateway names /etc/ssl/certs/ca-certificates.crt for a Backend that trusts the
 # system's CAs, internal/utils/cert/cert.go:12 at v1.8.3), /dev (/dev/null, the access
-# log's /dev/stdout) and /proc under the root, then the command as the pod's user
-# inside it. The user gets its standard output and error, as runc gives them to a
-# container's user (libcontainer fixStdioPermissions), so Envoy can open /dev/stdout.
+# log's /dev/stdout) and /proc under the root, a /dev/shm of the pod's own (a kubelet
+# gives each pod one: Envoy's hot-restart shared memory, envoy_shared_memory_<base id>,
+# then never outlives the pod, and a pod killed hard leaves nothing that would keep the
+# next Envoy from starting), then the command as the pod's user inside it. The user gets
+# its standard output and error, as runc gives them to a container's user (libcontainer
+# fixStdioPermissions), so Envoy can open /dev/stdout.
 _ENTER_ROOT = """
 set -e
 root=$1; certs=$2; user=$3; shift 3
@@ -269,6 +272,7 @@ ln -sfn usr/lib "$root/lib"; ln -sfn usr/lib64 "$root/lib64"
 mount --rbind /usr "$root/usr"
 mount --bind -o ro "$certs" "$root/etc/ssl/certs"
 mount --rbind /dev "$root/dev"
+mount -t tmpfs -o size=64m,mode=1777 shm "$root/dev/shm"
 mount -t proc proc "$root/proc"
 exec chroot "$user" "$root" "$@"
 """
