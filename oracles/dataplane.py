@@ -17,6 +17,7 @@ from typing import Any
 
 from e2e.fleet import Fleet, Obj
 from fleetgate.core import names
+from fleetgate.core.answers import MODEL_ASKED
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CALLER_HEADER,
@@ -25,7 +26,7 @@ from fleetgate.core.constants import (
     SYSTEM_NAMESPACE,
     TIER_HEADER,
 )
-from fleetgate.core.governance import MODEL_ASKED, caller_pattern
+from fleetgate.core.governance import caller_pattern
 from fleetgate.inference_cluster.stack import USAGE_RECORD_HEADERS
 from fleetgate.inference_gateway.builders import CALLER_ADDRESS_HEADER
 from fleetgate.model_service.ai_gateway import OVERPROVISIONING_FACTOR
@@ -886,7 +887,7 @@ def _local_statuses(matcher: Obj) -> list[str]:
 
 def refusal_problems(t: Translation, gateway: str, route: str, section: str) -> list[str]:
     """Envoy's own 403 and 429 on the model's route come back as JSON naming the model asked
-    for, as Envoy fills it in from the request (``governance.responses``).
+    for, as Envoy fills it in from the request (``answers.responses``).
 
     The route enables a custom-response filter of its own (disabled on the
     listener, turned on per route) replacing only local replies (a backend's

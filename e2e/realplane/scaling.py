@@ -11,10 +11,10 @@ and a minimum of zero and waits until it sleeps (its endpoints marked asleep, pa
 the last priority of ``team-a/chat``'s route). First the cold start: it asks
 ``team-a/chat-internal``, which has no other tier, on the ``internal`` gateway once a
 second until the model answers: every answer before must be the gateways' 503 with
-``Retry-After`` (``governance.responses``). Those
+``Retry-After`` (``answers.responses``). Those
 requests alone wake the model: the first ones reach the cluster gateways, whose 503 passes
 AI Gateway's upstream processor, which counts it as a request for the service
-(internal/extproc/processor_impl.go:529-549 at v1.1.0); the fleet gateway's own 503s, once
+(internal/extproc/processor_impl.go:530-549 at v1.1.0); the fleet gateway's own 503s, once
 outlier detection ejected the cluster gateways, are never counted. Once it sleeps again,
 it asks ``team-a/chat`` once a second: the first answer must come from tier 1 (the third
 party), none may fail, and tier 0 must answer again once the requests woke it. The
@@ -33,8 +33,8 @@ from e2e.driver import Route, cold_start_unhidden, labels
 from e2e.realplane import traffic
 from e2e.realplane.realdriver import ControlPlane
 from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
+from fleetgate.core.answers import WAKING_RETRY_AFTER
 from fleetgate.core.constants import LABEL_ASLEEP
-from fleetgate.core.governance import WAKING_RETRY_AFTER
 from plane import keda, processes, proxies
 from plane.prometheus import Prometheus, metrics_port
 
@@ -43,7 +43,7 @@ SERVED = "team-a/qwen3-8b"
 # team-a/chat-internal: qwen3-8b alone, on the internal gateway (plain http, no keys).
 ALONE: tuple[str, str, str] = ("ModelService", "team-a", "chat-internal")
 INTERNAL = "internal"
-# How the gateways' 503 is recorded (governance.responses).
+# How the gateways' 503 is recorded (answers.responses).
 COLD_START = f"model_unavailable, Retry-After {WAKING_RETRY_AFTER}"
 SCALING = {"minReplicas": 0, "maxReplicas": 2, "idleAfter": "10s", "targetInFlight": 8}
 UP_S = 60.0

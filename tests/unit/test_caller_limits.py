@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import governance, names
+from fleetgate.core import answers, governance, names
 from fleetgate.core.constants import CALLER_HEADER, SYSTEM_NAMESPACE
 from fleetgate.core.kinds.governance import (
     COST_MAX,
@@ -108,7 +108,7 @@ def test_each_caller_gets_its_own_counter_for_the_model_on_each_gateway() -> Non
                 ]
             }
         },
-        "responseOverride": governance.responses("public"),
+        "responseOverride": answers.responses("public"),
     }
     assert out.conditions["AccessResolved"] == (
         "True",
@@ -513,11 +513,11 @@ ASKED = {
 @pytest.mark.parametrize("status", [403, 429, 503])
 def test_what_envoy_answers_is_json_naming_the_model_asked_for_and_the_rule(status: int) -> None:
     """The contract: a refusal names the model and the rule. One list serves the gateway and
-    every route (Envoy keeps the first route's filters, governance.responses), so Envoy fills
+    every route (Envoy keeps the first route's filters, answers.responses), so Envoy fills
     the model in from x-ai-eg-model, which AI Gateway sets from the request body first."""
     (override,) = [
         o
-        for o in governance.responses("public")
+        for o in answers.responses("public")
         if o["match"]["statusCodes"] == [{"type": "Value", "value": status}]
     ]
     assert override["response"]["contentType"] == "application/json"
@@ -525,16 +525,16 @@ def test_what_envoy_answers_is_json_naming_the_model_asked_for_and_the_rule(stat
     body = json.loads(sent)["error"]
     assert body["model"] == "team-a/chat"
     assert "team-a-ci" not in sent
+    # Never a backend's own answer: a provider's 403 or 429 reaches the caller as the
+    # provider sent it, and a cluster gateway's 503 must reach AI Gateway's upstream
+    # processor whole to count as demand for a sleeping model.
+    assert override["source"] == "Local"
     if status == 503:
-        # Whoever answered: the fleet gateway or a cluster gateway finding no engine.
-        assert "source" not in override
         assert override["response"]["header"] == {
-            "set": [{"name": "Retry-After", "value": str(governance.WAKING_RETRY_AFTER)}]
+            "set": [{"name": "Retry-After", "value": str(answers.WAKING_RETRY_AFTER)}]
         }
         assert "scaled to zero" in body["message"]
         return
-    # Never a provider's own 403 or 429: it reaches the caller as the provider sent it.
-    assert override["source"] == "Local"
     assert "spec.access" in body["message"]
     if status == 429:
         assert "InferenceGateway public (spec.auth.limits)" in body["message"]

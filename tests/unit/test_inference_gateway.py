@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from fleetgate.core import governance, names, pacing, readiness
+from fleetgate.core import answers, names, pacing, readiness
 from fleetgate.inference_gateway import builders
 from fleetgate.inference_gateway.composer import compose
 from tests.support import request, run
@@ -152,7 +152,7 @@ def test_failover_policy_defaults() -> None:
             "panicThreshold": 0,
         },
         "connection": {"bufferLimit": "50Mi"},
-        "responseOverride": governance.responses(GATEWAY),
+        "responseOverride": answers.responses(GATEWAY),
     }
 
 

@@ -1,6 +1,7 @@
 """compose-model-deployment with spec.scaling: the ScaledObject per cluster, sleeping and
 waking as the scaler reports it, and the refusals that name the field."""
 
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from fleetgate.model_deployment import scaler
 from fleetgate.model_deployment.composer import compose
 from sim import controllers
 from tests.support import Outcome, request, run
-from tests.unit.test_model_deployment import NS, cluster, deployment, endpoints, label, remote
+from tests.unit.test_model_deployment import NAME, NS, cluster, deployment, endpoints, label, remote
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 SCALING = {"minReplicas": 0, "maxReplicas": 3, "idleAfter": "2m", "targetInFlight": 4}
@@ -104,6 +105,32 @@ def test_placement_reserves_the_maximum_and_each_cluster_gets_a_scaler() -> None
     # Starting count: replicas (2) within the bounds, spread.
     engines = remote(out, "Deployment")
     assert sum(d["spec"]["replicas"] for d in engines.values()) == 2
+
+
+def test_a_cluster_whose_engine_may_sleep_answers_its_503_as_json_to_retry() -> None:
+    """Where a cluster's share of the minimum is 0, its gateway's own 503 on the route to
+    the engine is the fleet's JSON naming the deployment, with Retry-After; a share above
+    0 never sleeps and gets none."""
+    out = step(scaled(minReplicas=1), [EU, US])
+    policies = remote(out, "BackendTrafficPolicy")
+    routes = remote(out, "HTTPRoute")
+    (sleeper,) = policies
+    cluster_label = sleeper.removesuffix("-waking")
+    assert f"{cluster_label}-route" in routes
+    assert {k.removesuffix("-route") for k in routes} == {label("eu-west"), label("us-east")}
+    policy = policies[sleeper]
+    route = routes[f"{cluster_label}-route"]["metadata"]
+    assert policy["metadata"]["namespace"] == route["namespace"]
+    assert policy["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route["name"]}
+    ]
+    (override,) = policy["spec"]["responseOverride"]
+    assert override["source"] == "Local", "an engine's own 503 is the engine's"
+    assert override["match"]["statusCodes"] == [{"type": "Value", "value": 503}]
+    assert override["response"]["header"] == {"set": [{"name": "Retry-After", "value": "30"}]}
+    body = json.loads(override["response"]["body"]["inline"])["error"]
+    assert (body["code"], body["model"]) == ("model_unavailable", f"{NS}/{NAME}")
+    assert "scaled to zero" in body["message"]
 
 
 def test_a_fresh_engine_is_not_published_asleep() -> None:

@@ -64,7 +64,7 @@ def test_falling_asleep_and_waking_update_the_route_in_place() -> None:
 
 
 def test_with_every_tier_asleep_requests_still_reach_them_and_read_a_503() -> None:
-    """The 503 they read is every gateway's (governance.responses, tested there)."""
+    """The 503 they read is every gateway's (answers.responses, tested there)."""
     out = reconcile(HOSTED_ONLY, [eu(ASLEEP), us(ASLEEP)])
     assert backend_refs(out) == [("qwen-eu-1", 1, 0), ("qwen-us-1", 1, 0)]
     assert out.composite["status"]["endpoints"] == {"total": 2, "ready": 0, "asleep": 2}

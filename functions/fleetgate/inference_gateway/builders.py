@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from fleetgate.core import envoypatch
+from fleetgate.core.answers import responses
 from fleetgate.core.constants import (
     AI_GATEWAY_METADATA_NAMESPACE,
     CACHED_INPUT_TOKENS_KEY,
@@ -31,7 +32,6 @@ from fleetgate.core.governance import (
     AnswerRead,
     answer_patches,
     rate_limit_rules,
-    responses,
 )
 from fleetgate.core.kinds.gateway import Failover, Limits
 from fleetgate.core.kinds.governance import ResolvedLimit
@@ -320,7 +320,7 @@ def failover_policy(
     them (``shared``); a route's own policy (a ModelService's limits) merges
     into this one, keeping it (model_service/ai_gateway.caller_traffic). What Envoy
     answers itself (403, 429, 503) reads as JSON naming the model asked for, the same as
-    on every route (``governance.responses``).
+    on every route (``answers.responses``).
     """
     codes = sorted(set(failover.retry_on.http_status_codes))
     rules = rate_limit_rules(caller_limits, shared=True)

@@ -392,6 +392,9 @@ def _parts(
     parts = (*rendered.parts, RemotePart(ROUTE_PART, route))
     if scaled is not None and md.spec.scaling is not None:
         parts += (scaler.part(workload, rendered.parts, md.spec.scaling, scaled),)
+        if scaled.bounds.low == 0:
+            waking = routing.waking_policy(workload, namespace=namespace, name=name)
+            parts += (RemotePart(routing.WAKING_PART, waking),)
     return parts, rendered.notes
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from fleetgate.core import envoypatch
+from fleetgate.core.answers import responses
 from fleetgate.core.constants import (
     CACHED_INPUT_TOKENS_KEY,
     CALLER_HEADER,
@@ -32,7 +33,6 @@ from fleetgate.core.governance import (
     answer_reads,
     llm_request_costs,
     rate_limit_rules,
-    responses,
 )
 from fleetgate.core.kinds.governance import ResolvedLimit
 from fleetgate.core.kinds.route import RouteAccess, RouteBackend, RouteGateway
@@ -261,7 +261,7 @@ def caller_traffic(route: str, gateway: str, limits: Sequence[ResolvedLimit]) ->
 
     A traffic policy on the HTTPRoute AI Gateway generates: the limits as
     rate-limit rules (none when none applies to anyone), and the gateway's JSON bodies
-    for what Envoy answers itself (``governance.responses``: the same on every route).
+    for what Envoy answers itself (``answers.responses``: the same on every route).
     Merged (``StrategicMerge``) into the gateway's traffic policy rather than replacing
     it, so the route
     keeps its retries, outlier detection and the gateway's limits: Envoy

@@ -286,7 +286,7 @@ def _screen(
 def wake_if_all_sleep(screening: Screening) -> None:
     """With no endpoint awake, route the sleeping ones on their own levels: a request must
     reach them to wake them, and is answered 503 with Retry-After
-    (``governance.waking``) until one serves."""
+    (``answers.waking``) until one serves."""
     if screening.routable and all(r.asleep for r in screening.routable):
         screening.routable = [r._replace(asleep=False) for r in screening.routable]
         screening.cold_start = True
