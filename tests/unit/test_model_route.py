@@ -16,6 +16,7 @@ from crossplane.function.proto.v1 import run_function_pb2 as fnv1
 from fleetgate.core.names import fleet_gateway, gateway_client_certificate, gateway_cluster_ca
 from fleetgate.core.secrets import holder_name
 from fleetgate.model_service.composer import compose
+from fleetgate.model_service.model_route import BEING_DELETED, ROUTE_LABEL
 from fleetgate.model_service.naming import (
     ai_gateway_route_name,
     api_key_name,
@@ -513,6 +514,54 @@ def test_a_backend_leaves_in_stages_route_objects_then_credential() -> None:
     # The credential's holder goes a call after its filler (Reconcile's projected Secrets).
     assert set(gone.desired) == objects_for("a") | {holder}
     assert gone.conditions["RouteAccepted"][:2] == ("True", "Accepted")
+
+
+def test_a_stage_waits_for_an_object_being_deleted_that_crossplane_no_longer_observes() -> None:
+    """Crossplane forgets a composed resource the moment it deletes it, so the route's
+    Objects carry its uid: while the old route's Object is still being deleted (Envoy AI
+    Gateway's finalizer), the backend it named stays, and while the AIServiceBackend's is,
+    its credential stays; the route is withdrawn only once none is left."""
+    uid = {"uid": "route-uid"}
+    two = model_route(backend("a"), backend("b", priority=1, credential={"name": "k", "key": "v"}))
+    one = model_route(backend("a"))
+    for xr in (one, two):
+        xr["metadata"] |= uid
+    settled = reconcile_route(two, as_observed(reconcile_route(two)))
+    labelled = {
+        k: o["metadata"].get("labels", {}).get(ROUTE_LABEL)
+        for k, o in settled.desired.items()
+        if o["kind"] == "Object"
+    }
+    assert set(labelled.values()) == {"route-uid"}, labelled
+    beside = reconcile_route(one, as_observed(settled))
+    replaced = reconcile_route(one, as_observed(beside))
+    old = route_keys(["a", "b"]).route
+    assert old not in replaced.desired, "the old route goes once the new one serves"
+
+    def deleting(out: Outcome, key: str) -> Obj:
+        obj = copy.deepcopy(as_observed(out)[key])
+        obj["metadata"]["deletionTimestamp"] = "2026-12-07T10:00:00Z"
+        return obj
+
+    def step(observed: dict[str, Obj], *being_deleted: Obj, xr: Obj = one) -> Outcome:
+        required = {BEING_DELETED: list(being_deleted)}
+        return run(compose, request(xr, observed=observed, required=required))
+
+    b_objects = {k for k in objects_for("b", credentials=("b",)) if k.startswith("b/")}
+    observed = {k: v for k, v in as_observed(replaced).items() if k != old}
+    waiting = step(observed, deleting(beside, old))
+    assert b_objects <= set(waiting.desired), "named by a route still being deleted"
+    unnamed = step(as_observed(waiting))
+    assert endpoint_key("b", "ai-service-backend") not in unnamed.desired
+    service_backend = deleting(waiting, endpoint_key("b", "ai-service-backend"))
+    observed = as_observed(unnamed)
+    held = step(observed, service_backend)
+    assert endpoint_key("b", "api-key") in held.desired, "its AIServiceBackend is still going"
+    assert endpoint_key("b", "api-key") not in step(observed).desired
+    withdrawn = copy.deepcopy(one)
+    withdrawn["spec"]["withdraw"] = True
+    assert step({}, service_backend, xr=withdrawn).composite["status"]["withdrawn"] is False
+    assert step({}, xr=withdrawn).composite["status"]["withdrawn"] is True
 
 
 def test_a_route_composed_before_routes_were_keyed_serves_until_its_successor_does() -> None:

@@ -164,6 +164,11 @@ class Reconcile:
             return None
         return [item.resource for item in self.req.required_resources[key].items]
 
+    def require_observed(self, key: str, selector: Selector) -> list[Observed] | None:
+        """Like ``require``, each resource as a view converting only what is read."""
+        found = self._declare(key, selector)
+        return None if found is None else [Observed(s) for s in found]
+
     def require_all(self, key: str, selector: Selector, model: type[C]) -> list[C] | None:
         """Like ``require``, each resource validated as ``model``.
 

@@ -9,7 +9,9 @@ ModelService to read back.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
+from fleetgate.core.constants import OBJECT_API_VERSION
 from fleetgate.core.errors import InputError
 from fleetgate.core.governance import (
     ANSWERS_COUNTED,
@@ -18,8 +20,8 @@ from fleetgate.core.governance import (
     hold_rate_limits,
 )
 from fleetgate.core.kinds.route import ModelRoute, RouteAccess, RouteBackend
-from fleetgate.core.observed import PATCH_PENDING, explanation, patch_applied
-from fleetgate.core.reconcile import Reconcile
+from fleetgate.core.observed import PATCH_PENDING, Observed, explanation, patch_applied
+from fleetgate.core.reconcile import Reconcile, Selector
 from fleetgate.model_service.ai_gateway import model_route_objects, route_name
 from fleetgate.model_service.model_route_manifest import ACCEPTED
 from fleetgate.model_service.naming import (
@@ -36,6 +38,13 @@ from fleetgate.model_service.origin import OriginError, check_host
 
 # An endpoint's credential: withdrawn only after its AIServiceBackend (_keep_leaving).
 CREDENTIAL_ROLES = ("security-policy", "api-key")
+# Every Object a ModelRoute composes carries the route's uid. Crossplane stops observing a
+# composed resource the moment it deletes it (the XR's resourceRefs become the desired
+# ones, internal/controller/apiextensions/composite/composition_functions.go:549-562 at
+# v2.4.0) and first strips only its own labels from it (:888-891): by this one the route
+# still finds an Object being deleted, and the stages of _keep_leaving wait for it.
+ROUTE_LABEL = "fleetgate.dev/model-route-uid"
+BEING_DELETED = "objects-being-deleted"
 
 
 def compose(rec: Reconcile) -> None:
@@ -80,7 +89,8 @@ def compose(rec: Reconcile) -> None:
         # Alerts never hold the route back: without the Prometheus Operator's
         # CRD on the cluster the route serves all the same (_report_alerts says so).
         ready = key == FAILOVER_ALERTS_KEY or rec.observed(key).ready
-        rec.compose(key, rec.deleted_after(obj, *_deleted_first(key, routes)), ready=ready)
+        staged = rec.deleted_after(obj, *_deleted_first(key, routes))
+        rec.compose(key, _labelled(rec, staged), ready=ready)
     if routed:
         rec.set_status(route=route_name(service, gateway, routed))
     rec.set_status(backends=len(backends))
@@ -164,13 +174,14 @@ def _deleted_first(key: str, routes: Sequence[str]) -> Sequence[str]:
 
 def _withdraw(rec: Reconcile, service: Service, gateway: str) -> None:
     """The gateway no longer serves the model: its routes go at once, each backend in stages
-    (``_keep_leaving``), and ``status.withdrawn`` says when nothing is left on the cluster.
+    (``_keep_leaving``), and ``status.withdrawn`` says when nothing is left on the cluster:
+    no Object observed and none being deleted.
 
     Deleted outright instead, the ModelRoute's Objects would all be deleted
     together by Kubernetes' garbage collector, envoyproxy/ai-gateway#2565's race.
     """
     leaving = _keep_leaving(rec, service, gateway, ())
-    rec.set_status(withdrawn=not rec.observed_names())
+    rec.set_status(withdrawn=not rec.observed_names() and _being_deleted(rec) == [])
     waiting = f"; waiting for {', '.join(leaving)} to leave its cluster" if leaving else ""
     _not_accepted(rec, "Withdrawn", f"the gateway no longer serves the model{waiting}")
 
@@ -189,26 +200,82 @@ def _keep_leaving(
     later event reconciles it (internal/controller/controller.go:578-610,
     287-292; envoyproxy/ai-gateway#2565): the AIServiceBackend, and the
     ModelRoute with it, would wait forever.
+
+    A stage waits until the objects of the one before are gone, not only deleted:
+    Objects being deleted are no longer observed, and are asked for
+    (``_being_deleted``) whenever something is leaving.
     """
-    named = {
-        ref.get("name")
-        for key in rec.observed_names()
-        if is_ai_gateway_route_key(key)
-        for rule in rec.observed(key).remote.get("spec", "rules") or []
-        for ref in rule.get("backendRefs") or []
-    }
     wanted = {b.endpoint for b in backends}
     observed = {key.rpartition("/")[0] for key in rec.observed_names() if "/" in key}
+    if not observed - wanted:
+        return []
+    deleting = _being_deleted(rec)
+    remotes = [rec.observed(key).remote for key in rec.observed_names()]
+    routes = [
+        *(r.to_dict() for r in remotes if r.get("kind") == "AIGatewayRoute"),
+        *(m for m in _manifests(deleting or ()) if m.get("kind") == "AIGatewayRoute"),
+    ]
+    named = {
+        ref.get("name")
+        for route in routes
+        for rule in (route.get("spec") or {}).get("rules") or []
+        for ref in rule.get("backendRefs") or []
+    }
+    backends_deleting = {
+        (m.get("metadata") or {}).get("name")
+        for m in _manifests(deleting or ())
+        if m.get("kind") == "AIServiceBackend"
+    }
     leaving = []
     for endpoint in sorted(observed - wanted):
-        if backend_name(service, gateway, endpoint) in named:
+        name = backend_name(service, gateway, endpoint)
+        # Not known yet what is being deleted: nothing more goes until it is.
+        if deleting is None or name in named:
             rec.keep_all(f"{endpoint}/")
-        elif rec.observed(endpoint_key(endpoint, "ai-service-backend")).exists:
+        elif (
+            rec.observed(endpoint_key(endpoint, "ai-service-backend")).exists
+            or name in backends_deleting
+        ):
             rec.keep_all(*(endpoint_key(endpoint, role) for role in CREDENTIAL_ROLES))
         else:
             continue
         leaving.append(endpoint)
     return leaving
+
+
+def _being_deleted(rec: Reconcile) -> list[Observed] | None:
+    """The route's Objects being deleted, which Crossplane no longer observes; None until
+    Crossplane has looked them up (``ROUTE_LABEL``)."""
+    meta = rec.observed_composite
+    uid = meta.get("metadata", "uid")
+    if not uid:
+        return []
+    selector = Selector(
+        OBJECT_API_VERSION,
+        "Object",
+        labels={ROUTE_LABEL: uid},
+        namespace=meta.get("metadata", "namespace"),
+    )
+    found = rec.require_observed(BEING_DELETED, selector)
+    if found is None:
+        return None
+    return [o for o in found if o.get("metadata", "deletionTimestamp")]
+
+
+def _manifests(objects: Sequence[Observed]) -> list[dict[str, Any]]:
+    """What each Object puts on the cluster, as the function composed it."""
+    found = (o.get("spec", "forProvider", "manifest") for o in objects)
+    return [m for m in found if isinstance(m, dict)]
+
+
+def _labelled(rec: Reconcile, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` labelled with the route's uid (``ROUTE_LABEL``)."""
+    uid = rec.observed_composite.get("metadata", "uid")
+    if not uid:
+        return obj
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), ROUTE_LABEL: uid}
+    return {**obj, "metadata": meta}
 
 
 def _refuse_addresses(route: ModelRoute) -> None:
