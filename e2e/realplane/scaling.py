@@ -10,10 +10,11 @@ The drill gives ``team-a/qwen3-8b`` (tier 0 of ``team-a/chat``) a short ``idleAf
 and a minimum of zero and waits until it sleeps (its endpoints marked asleep, parked on
 the last priority of ``team-a/chat``'s route). First the cold start: it asks
 ``team-a/chat-internal``, which has no other tier, on the ``internal`` gateway once a
-second until the model answers: every answer before must be the gateways' 503 with
-``Retry-After`` (``answers.responses``). Those
-requests alone wake the model: the first ones reach the cluster gateways, whose 503 passes
-AI Gateway's upstream processor, which counts it as a request for the service
+second until the model answers: every answer before must be the gateways' JSON 503 with
+``Retry-After`` (the cluster gateways' ``answers.waking``, then the fleet gateway's
+``answers.responses``). Those requests alone wake the model: the first ones reach the
+cluster gateways, whose 503 passes AI Gateway's upstream processor, which counts it as a
+request for the service
 (internal/extproc/processor_impl.go:530-549 at v1.1.0); the fleet gateway's own 503s, once
 outlier detection ejected the cluster gateways, are never counted. Once it sleeps again,
 it asks ``team-a/chat`` once a second: the first answer must come from tier 1 (the third
