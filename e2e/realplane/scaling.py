@@ -18,13 +18,15 @@ request for the service
 (internal/extproc/processor_impl.go:530-549 at v1.1.0); the fleet gateway's own 503s, once
 outlier detection ejected the cluster gateways, are never counted. Once it sleeps again,
 it asks ``team-a/chat`` once a second: the first answer must come from tier 1 (the third
-party), none may fail, and tier 0 must answer again once the requests woke it. The
+party), none may fail, and tier 0 must answer again once the requests woke it, as the
+usage records say too (the fallback's backend on each, then tier 0's). The
 figures (time to tier 0, answers from the fallback meanwhile, errors) are printed and
 recorded.
 """
 
 import time
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,10 @@ import openai
 from e2e.driver import Route, cold_start_unhidden, labels
 from e2e.realplane import traffic
 from e2e.realplane.realdriver import ControlPlane
-from e2e.realplane.traffic import CALLER, GATEWAY, MODEL, SERVICE
+from e2e.realplane.traffic import CALLER, FALLBACK, GATEWAY, MODEL, SERVICE
 from fleetgate.core.answers import WAKING_RETRY_AFTER
 from fleetgate.core.constants import LABEL_ASLEEP
+from fleetgate.model_service.naming import Service, backend_name
 from plane import keda, processes, proxies
 from plane.prometheus import Prometheus, metrics_port
 
@@ -185,7 +188,10 @@ def drill(
         problems += _cold_started(_wake(internal, _model(ALONE)), figures)
         problems += _fell_asleep(driver, f"{SERVED} asleep again")
         front = traffic.public_gateway(driver)
-        problems += _judged(_wake(front.client(front.keys[CALLER]), MODEL), figures)
+        sent = datetime.now(UTC)
+        seen = _wake(front.client(front.keys[CALLER]), MODEL)
+        problems += _judged(seen, figures)
+        problems += _switch_recorded(driver, front, sent, seen)
     finally:
         driver.patch_spec(DEPLOYMENT, {"scaling": None})
         for cluster in placed:
@@ -232,6 +238,33 @@ def _cold_started(seen: Waking, figures: dict[str, float]) -> list[str]:
     figures["scale to zero: cold start, first request to the model answering (s)"] = round(woke, 1)
     print(f"  {SERVED} answered {woke:.1f} s after the first request; {len(before)} 503s before")
     return problems
+
+
+def _switch_recorded(
+    driver: ControlPlane, front: traffic.Front, sent: datetime, seen: Waking
+) -> list[str]:
+    """The usage records of the wake-up say who answered each request: the fallback while
+    tier 0 slept, then tier 0."""
+    answered = sum(1 for _, status, _ in seen.answers if status == 200)
+    try:
+        records = traffic.usage_records_since(front, sent, answered)
+    except LookupError as err:
+        return [str(err)]
+    service = Service(SERVICE[1], SERVICE[2])
+    fallback = backend_name(service, GATEWAY, FALLBACK)
+    served = {
+        backend_name(service, GATEWAY, key[2])
+        for key in driver.xrs()
+        if key[0] == "ModelEndpoint" and key[2].startswith(f"{DEPLOYMENT[2]}-")
+    }
+    # "<namespace>/<AIServiceBackend>/route/...": the backend that answered.
+    answered_by = [str(r.get("endpoint")).partition("/")[2].partition("/")[0] for r in records]
+    tiers = (f"{b} (tier {r.get('tier')})" for b, r in zip(answered_by, records, strict=True))
+    print(f"  usage records: {', '.join(tiers)}")
+    *before, last = answered_by or [""]
+    if any(b != fallback for b in before) or last not in served:
+        return [f"the usage records do not say {FALLBACK} answered until {SERVED} did"]
+    return []
 
 
 def _printed(seen: Waking) -> None:

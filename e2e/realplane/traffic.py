@@ -372,7 +372,7 @@ def failover(front: Front, driver: ControlPlane) -> list[str]:
         )
     finally:
         fault(engines, "ok")
-    record = _usage_record_since(front, sent)
+    record = usage_records_since(front, sent)[0]
     if reply.model == MODEL or "fail over" not in (reply.choices[0].message.content or ""):
         problems.append(f"the reply is not the fallback's answer: {reply.model} {reply.choices}")
     if record.get("tier") != "1" or record.get("cost") != _priced(fallback["pricing"], record):
@@ -434,19 +434,35 @@ def _usage_records(front: Front) -> list[Obj]:
     return [json.loads(line) for line in lines if line.startswith('{"') and "request_id" in line]
 
 
-def _usage_record_since(front: Front, sent: datetime) -> Obj:
-    """The record of the first answered request started at ``sent`` or later. Envoy writes
-    its file access log every second or so (file_flush_interval), not as each request ends,
-    so it is waited for, and found by its start time rather than its place."""
+def usage_records_since(front: Front, sent: datetime, count: int = 1) -> list[Obj]:
+    """The records of answered requests for ``MODEL`` started at ``sent`` or later, oldest
+    first, once at least ``count`` are there. Envoy writes its file access log every second
+    or so (file_flush_interval), not as each request ends, so they are waited for, and
+    found by their start time rather than their place."""
     deadline = time.monotonic() + ACCESS_LOG_FLUSH_S
     while True:
-        for record in _usage_records(front):
-            started = datetime.fromisoformat(str(record.get("start_time")))
-            if started >= sent and record.get("status") == 200 and record.get("model") == MODEL:
-                return record
+        found = sorted(
+            (
+                record
+                for record in _usage_records(front)
+                if _started(record) >= sent
+                and record.get("status") == 200
+                and record.get("model") == MODEL
+            ),
+            key=_started,
+        )
+        if len(found) >= count:
+            return found
         if time.monotonic() > deadline:
-            raise LookupError("no answered request's record in the public gateway's access log")
+            raise LookupError(
+                f"{len(found)} answered requests' records in the public gateway's access log, "
+                f"not {count}"
+            )
         time.sleep(0.2)
+
+
+def _started(record: Obj) -> datetime:
+    return datetime.fromisoformat(str(record.get("start_time")))
 
 
 def bodies(front: Front, driver: ControlPlane) -> list[str]:
