@@ -40,9 +40,9 @@ from fleetgate.model_service.origin import OriginError, check_host
 CREDENTIAL_ROLES = ("security-policy", "api-key")
 # Every Object a ModelRoute composes carries the route's uid. Crossplane stops observing a
 # composed resource the moment it deletes it (the XR's resourceRefs become the desired
-# ones, internal/controller/apiextensions/composite/composition_functions.go:549-562 at
-# v2.4.0) and first strips only its own labels from it (:888-891): by this one the route
-# still finds an Object being deleted, and the stages of _keep_leaving wait for it.
+# ones, internal/controller/apiextensions/composite/composition_functions.go:631-644,
+# 1016-1040 at v2.4.0) and first strips only its own labels from it (:997): by this one
+# the route still finds an Object being deleted, and the stages of _keep_leaving wait.
 ROUTE_LABEL = "fleetgate.dev/model-route-uid"
 BEING_DELETED = "objects-being-deleted"
 
