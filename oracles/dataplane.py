@@ -886,12 +886,14 @@ def _local_statuses(matcher: Obj) -> list[str]:
 
 
 def refusal_problems(t: Translation, gateway: str, route: str, section: str) -> list[str]:
-    """Envoy's own 403 and 429 on the model's route come back as JSON naming the model asked
-    for, as Envoy fills it in from the request (``answers.responses``).
+    """Envoy's own 403, 429 and 503 on the model's route come back as JSON naming the model
+    asked for, as Envoy fills it in from the request (``answers.responses``).
 
     The route enables a custom-response filter of its own (disabled on the
     listener, turned on per route) replacing only local replies (a backend's
-    403 or 429 passes untouched), and the filter comes before authentication,
+    403, 429 or 503 passes untouched: a cluster gateway's 503 must reach AI
+    Gateway's upstream processor whole to count as demand for a sleeping
+    model), and the filter comes before authentication,
     RBAC and the rate limits in the chain, so their replies pass it on the
     way back (internal/xds/translator/custom_response.go at v1.8.3).
     """
@@ -923,7 +925,7 @@ def refusal_problems(t: Translation, gateway: str, route: str, section: str) -> 
             for m in matchers
             for status in _local_statuses(m)
         }
-        if sorted(bodies) != ["403", "429"]:
+        if sorted(bodies) != ["403", "429", "503"]:
             problems.append(f"{r.get('name')}: local replies replaced: {sorted(bodies)}")
         for status, body in bodies.items():
             if json.loads(body).get("error", {}).get("model") != MODEL_ASKED:

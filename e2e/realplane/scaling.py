@@ -152,7 +152,11 @@ def _wake(client: openai.OpenAI, model: str, within: float = WAKE_S) -> Waking:
             seen.answers.append((at, 200, reply.model))
         except openai.APIStatusError as err:
             retry = err.response.headers.get("retry-after")
-            seen.answers.append((at, err.status_code, f"{err.code}, Retry-After {retry}"))
+            # The model the body names says which gateway answered: a cluster gateway
+            # names the deployment, the fleet gateway the service asked for.
+            named = err.body.get("model") if isinstance(err.body, dict) else None
+            said = f"{err.code}, Retry-After {retry}, naming {named}"
+            seen.answers.append((at, err.status_code, said))
         except openai.APIConnectionError:
             seen.answers.append((at, 0, ""))
         time.sleep(ASK_EVERY_S)
@@ -227,7 +231,7 @@ def _cold_started(seen: Waking, figures: dict[str, float]) -> list[str]:
     said = [(status, what) for _, status, what in seen.answers]
     before = said[:-1] if woke is not None else said
     problems = []
-    if set(before) - {(503, COLD_START)}:
+    if any(status != 503 or not what.startswith(f"{COLD_START},") for status, what in before):
         problems.append(
             f"{_model(ALONE)} was answered {before} before {SERVED}: wanted the gateways' "
             f"503 ({COLD_START}) each time"
